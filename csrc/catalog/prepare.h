@@ -1,0 +1,28 @@
+#pragma once
+// Metric preparation: turns validated inputs and parameters into an engine call. These are
+// ATen compositions (differentiable by autograd, traceable by compile/export); the heavy
+// work happens in the core operators afterwards.
+#include "catalog/catalog.h"
+
+namespace tp::catalog {
+
+// Feature dimension as a concrete integer (specializes a symbolic D in captured graphs:
+// defaults such as gamma = 1 / D and the choice of engine depend on it).
+int64_t feature_dim(const Inputs& in);
+
+// Reads an optional float parameter, or its default; rejects non-finite values and values
+// outside [lo, +inf) with a c10::ValueError naming the parameter.
+double float_param(const std::optional<double>& value, double fallback, const char* name, const Inputs& in,
+                   const std::string& metric, double lo = -std::numeric_limits<double>::infinity(),
+                   bool lo_inclusive = true);
+
+// The squared-distance family (euclidean, sqeuclidean, rbf, ...): difference-based engine
+// kernel `<base>_direct` for small D, GEMM kernel `<base>_gemm` on centred operands with
+// squared norms as side features otherwise.
+Prepared distance_family(const Inputs& in, const std::string& base, std::vector<double> scalars);
+
+Prepared prepare_euclidean(const Inputs& in, const ComparisonOptions& o);
+Prepared prepare_sqeuclidean(const Inputs& in, const ComparisonOptions& o);
+Prepared prepare_rbf(const Inputs& in, const ComparisonOptions& o);
+
+}  // namespace tp::catalog

@@ -1,0 +1,43 @@
+#pragma once
+// CPU consumers: each is "tile producer + fold" over row blocks in parallel, with O(tile)
+// scratch per thread. Compiled once per CPU capability; cpu/dispatch.cpp picks one.
+// Tensors are validated and laid out by ops/kernels.cpp: x [B,n,d], y [B,m,d], a [B,n],
+// b [B,m] (or undefined), contiguous, same floating dtype.
+#include <ATen/ATen.h>
+
+#include <array>
+
+#include "engines/request.h"
+
+namespace tp::cpu {
+
+using engine::Grads4;
+using engine::Grads5;
+using engine::Request;
+
+#define TP_DECLARE_CPU_CONSUMERS(ns)                                                                 \
+  namespace ns {                                                                                     \
+  at::Tensor dense(const Request& req);                                                              \
+  Grads4 dense_backward(const at::Tensor& grad, const Request& req, std::array<bool, 4> mask);       \
+  at::Tensor matmul(const Request& req, const at::Tensor& v);                                        \
+  Grads5 matmul_backward(const at::Tensor& grad, const Request& req, const at::Tensor& v,            \
+                         std::array<bool, 5> mask);                                                  \
+  at::Tensor row_sum(const Request& req);                                                            \
+  Grads4 row_sum_backward(const at::Tensor& grad, const Request& req, std::array<bool, 4> mask);     \
+  }
+
+TP_DECLARE_CPU_CONSUMERS(isa_DEFAULT)
+TP_DECLARE_CPU_CONSUMERS(isa_AVX2)
+TP_DECLARE_CPU_CONSUMERS(isa_AVX512)
+
+// Inside a per-capability translation unit: the namespace its consumers are defined in.
+#define TP_CAT_(a, b) a##b
+#define TP_CAT(a, b) TP_CAT_(a, b)
+#define TP_ISA_NAMESPACE TP_CAT(isa_, CPU_CAPABILITY)
+// The capability chosen for this machine (honours ATEN_CPU_CAPABILITY=default|avx2|avx512).
+TP_DECLARE_CPU_CONSUMERS(dispatch)
+
+// "DEFAULT", "AVX2" or "AVX512".
+const char* cpu_capability_name();
+
+}  // namespace tp::cpu

@@ -1,0 +1,76 @@
+// Picks the CPU capability once per process: the best the machine supports, unless
+// ATEN_CPU_CAPABILITY (the variable ATen itself honours) asks for less.
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "cpu/consumers.h"
+
+namespace tp::cpu {
+namespace {
+
+enum class Capability { kDefault, kAvx2, kAvx512 };
+
+Capability detect() {
+  Capability best = Capability::kDefault;
+#if defined(__x86_64__) || defined(_M_X64)
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) best = Capability::kAvx2;
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
+      __builtin_cpu_supports("avx512dq"))
+    best = Capability::kAvx512;
+#endif
+  if (const char* env = std::getenv("ATEN_CPU_CAPABILITY")) {
+    std::string want(env);
+    for (auto& ch : want) ch = char(std::tolower(ch));
+    if (want == "default") return Capability::kDefault;
+    if (want == "avx2" && best != Capability::kDefault) return Capability::kAvx2;
+  }
+  return best;
+}
+
+Capability capability() {
+  static const Capability c = detect();
+  return c;
+}
+
+}  // namespace
+
+const char* cpu_capability_name() {
+  switch (capability()) {
+    case Capability::kAvx512:
+      return "AVX512";
+    case Capability::kAvx2:
+      return "AVX2";
+    default:
+      return "DEFAULT";
+  }
+}
+
+#define TP_FORWARD(fn, ...)                  \
+  switch (capability()) {                    \
+    case Capability::kAvx512:                \
+      return isa_AVX512::fn(__VA_ARGS__);    \
+    case Capability::kAvx2:                  \
+      return isa_AVX2::fn(__VA_ARGS__);      \
+    default:                                 \
+      return isa_DEFAULT::fn(__VA_ARGS__);   \
+  }
+
+namespace dispatch {
+at::Tensor dense(const Request& req) { TP_FORWARD(dense, req) }
+Grads4 dense_backward(const at::Tensor& grad, const Request& req, std::array<bool, 4> mask) {
+  TP_FORWARD(dense_backward, grad, req, mask)
+}
+at::Tensor matmul(const Request& req, const at::Tensor& v) { TP_FORWARD(matmul, req, v) }
+Grads5 matmul_backward(const at::Tensor& grad, const Request& req, const at::Tensor& v, std::array<bool, 5> mask) {
+  TP_FORWARD(matmul_backward, grad, req, v, mask)
+}
+at::Tensor row_sum(const Request& req) { TP_FORWARD(row_sum, req) }
+Grads4 row_sum_backward(const at::Tensor& grad, const Request& req, std::array<bool, 4> mask) {
+  TP_FORWARD(row_sum_backward, grad, req, mask)
+}
+}  // namespace dispatch
+#undef TP_FORWARD
+
+}  // namespace tp::cpu

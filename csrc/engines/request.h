@@ -1,0 +1,26 @@
+#pragma once
+// One consumer call as the core operators hand it to a backend (CPU or device-generic):
+// validated tensors x [B,n,d], y [B,m,d], a [B,n], b [B,m] (or undefined), contiguous, one
+// floating dtype, plus the engine kernel and its scalars.
+#include <ATen/ATen.h>
+
+#include <array>
+
+#include "engines/tile_source.h"
+
+namespace tp::engine {
+
+struct Request {
+  at::Tensor x, y, a, b;
+  SourceSpec spec;  // spec.flipped: the operator is K^T ([B, m, n])
+
+  int64_t batch() const { return x.size(0); }
+  int64_t rows() const { return spec.flipped ? y.size(1) : x.size(1); }
+  int64_t cols() const { return spec.flipped ? x.size(1) : y.size(1); }
+};
+
+// Gradients with respect to (x, y, a, b[, v]); undefined where not requested.
+using Grads4 = std::array<at::Tensor, 4>;
+using Grads5 = std::array<at::Tensor, 5>;
+
+}  // namespace tp::engine

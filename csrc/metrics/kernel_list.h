@@ -1,0 +1,16 @@
+#pragma once
+// The engine kernels, one line each: (kernel id, definition). The catalog
+// (csrc/catalog/catalog.cpp) maps user-facing metric names and parameters onto these ids;
+// the engines are instantiated once per line, per dtype, per CPU capability.
+// Definitions live in metrics/elementwise.h and metrics/inner_product.h; this file only
+// names them, so the kernel-id enum does not pull in the math headers.
+
+#define TORCHPAIR_ELEMENTWISE_KERNELS(_)   \
+  _(sqeuclidean_direct, SqEuclideanDirect) \
+  _(euclidean_direct, EuclideanDirect)     \
+  _(rbf_direct, RbfDirect)
+
+#define TORCHPAIR_INNER_PRODUCT_KERNELS(_) \
+  _(sqeuclidean_gemm, SqEuclideanGemm)     \
+  _(euclidean_gemm, EuclideanGemm)         \
+  _(rbf_gemm, RbfGemm)

@@ -1,0 +1,48 @@
+#pragma once
+// What an engine kernel definition looks like. Every metric in the catalog is computed by
+// one kernel of one of these families (a metric may have two kernels — e.g. euclidean has a
+// direct one for small D and a GEMM one for large D — chosen by csrc/catalog/prepare.cpp).
+//
+// Elementwise family: value = finalize(acc), acc_t = SUM_k term_t(x_k, y_k) (or MAX_k when
+// kMax). A definition provides
+//     static constexpr int  kScalars;    // number of resolved scalar parameters
+//     static constexpr int  kAcc;        // number of accumulators (1..3)
+//     static constexpr bool kMax;        // reduce by max over features instead of sum
+//     static constexpr int  kCtx;        // per-pair gradient context values
+//     template <class V> static void term(const V& x, const V& y, V* t, const Scalars&);
+//     template <class V> static V    finalize(const V* acc, const Scalars&);
+//     template <class V> static void grad_context(const V* acc, const V& value, V* ctx, const Scalars&);
+//     template <class V> static V    dx(const V& x, const V& y, const V* ctx, const Scalars&);
+//     template <class V> static V    dy(const V& x, const V& y, const V* ctx, const Scalars&);
+// where dx/dy are d value / d x_k and d value / d y_k. For kMax kernels the engine
+// multiplies dx/dy by the tie weight [term_k == max] / #ties (an even split among ties,
+// as torch.amax does), so dx/dy are the derivative of the maximised term.
+//
+// Inner-product family: value = f(g, a, b) with g = x'_i . y'_j computed by GEMM and a, b
+// per-row side features prepared by the catalog (e.g. squared norms). A definition provides
+//     static constexpr int  kScalars;
+//     static constexpr bool kDistanceBased;   // f = h(d2), d2 = max(a + b - 2g, 0)
+//     static constexpr bool kSingularAtZero;  // dh/dd2 unbounded at d2 = 0 (sqrt-like)
+// and, for distance-based kernels,
+//     template <class V> static V h(const V& d2, const Scalars&);
+//     template <class V> static V dh(const V& d2, const V& value, const Scalars&);   // dh/dd2
+// or, for the others,
+//     template <class V> static V value(const V& g, const V& a, const V& b, const Scalars&);
+//     template <class V> static void grad(const V& g, const V& a, const V& b, const V& value,
+//                                         V& fg, V& fa, V& fb, const Scalars&);
+//
+// V is a scalar, an at::vec::Vectorized<T> or an at::Tensor (csrc/metrics/math.h).
+#include <cstdint>
+
+namespace tp::metrics {
+
+// The resolved scalar parameters of a kernel, in the order its catalog row declares.
+struct Scalars {
+  const double* values = nullptr;
+  int64_t size = 0;
+  double operator[](int64_t i) const { return values[i]; }
+};
+
+enum class Family : int { Elementwise = 0, InnerProduct = 1 };
+
+}  // namespace tp::metrics

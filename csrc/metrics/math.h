@@ -1,0 +1,154 @@
+#pragma once
+// One vocabulary of elementwise math for the three value types a metric definition is
+// evaluated on:
+//   - T (float/double)                 : scalar code paths,
+//   - at::vec::Vectorized<T>           : the vectorized CPU engines,
+//   - at::Tensor                       : the device-generic engine (ATen ops on tiles).
+// Metric definitions (csrc/metrics/*.h) are templates written against these functions
+// only, so one definition serves the SIMD CPU kernels and the generic path, forward and
+// backward.
+#include <ATen/ATen.h>
+#include <ATen/cpu/vec/vec.h>
+
+#include <cmath>
+#include <type_traits>
+
+namespace tp::math {
+
+template <class T>
+using Vec = at::vec::Vectorized<T>;
+
+template <class V>
+struct is_vec : std::false_type {};
+template <class T>
+struct is_vec<Vec<T>> : std::true_type {};
+
+// ---- Vectorized<T> (op) double --------------------------------------------------
+// ATen already provides Vectorized<T> (op) T; these add the float-vector (op) double forms
+// so a definition can write `v * 2.0` for every T.
+#define TP_VEC_SCALAR_OP(op)                                                                    \
+  template <class T, std::enable_if_t<!std::is_same_v<T, double>, int> = 0>                   \
+  inline Vec<T> operator op(const Vec<T>& a, double s) { return a op Vec<T>(static_cast<T>(s)); } \
+  template <class T, std::enable_if_t<!std::is_same_v<T, double>, int> = 0>                   \
+  inline Vec<T> operator op(double s, const Vec<T>& a) { return Vec<T>(static_cast<T>(s)) op a; }
+TP_VEC_SCALAR_OP(*)
+TP_VEC_SCALAR_OP(+)
+TP_VEC_SCALAR_OP(-)
+TP_VEC_SCALAR_OP(/)
+#undef TP_VEC_SCALAR_OP
+
+// ---- constants shaped like a value ---------------------------------------------------
+template <class T, std::enable_if_t<std::is_floating_point_v<T>, int> = 0>
+inline T full_like(const T&, double v) { return static_cast<T>(v); }
+template <class T>
+inline Vec<T> full_like(const Vec<T>&, double v) { return Vec<T>(static_cast<T>(v)); }
+inline at::Tensor full_like(const at::Tensor& like, double v) { return at::full_like(like, v); }
+
+// ---- unary ------------------------------------------------------------------------
+template <class T, std::enable_if_t<std::is_floating_point_v<T>, int> = 0>
+inline T abs(T x) { return std::abs(x); }
+template <class T>
+inline Vec<T> abs(const Vec<T>& x) { return x.abs(); }
+inline at::Tensor abs(const at::Tensor& x) { return x.abs(); }
+
+template <class T, std::enable_if_t<std::is_floating_point_v<T>, int> = 0>
+inline T sqrt(T x) { return std::sqrt(x); }
+template <class T>
+inline Vec<T> sqrt(const Vec<T>& x) { return x.sqrt(); }
+inline at::Tensor sqrt(const at::Tensor& x) { return x.sqrt(); }
+
+template <class T, std::enable_if_t<std::is_floating_point_v<T>, int> = 0>
+inline T exp(T x) { return std::exp(x); }
+template <class T>
+inline Vec<T> exp(const Vec<T>& x) { return x.exp(); }
+inline at::Tensor exp(const at::Tensor& x) { return x.exp(); }
+
+template <class T, std::enable_if_t<std::is_floating_point_v<T>, int> = 0>
+inline T log(T x) { return std::log(x); }
+template <class T>
+inline Vec<T> log(const Vec<T>& x) { return x.log(); }
+inline at::Tensor log(const at::Tensor& x) { return x.log(); }
+
+template <class T, std::enable_if_t<std::is_floating_point_v<T>, int> = 0>
+inline T tanh(T x) { return std::tanh(x); }
+template <class T>
+inline Vec<T> tanh(const Vec<T>& x) { return x.tanh(); }
+inline at::Tensor tanh(const at::Tensor& x) { return x.tanh(); }
+
+template <class T, std::enable_if_t<std::is_floating_point_v<T>, int> = 0>
+inline T asin(T x) { return std::asin(x); }
+template <class T>
+inline Vec<T> asin(const Vec<T>& x) { return x.asin(); }
+inline at::Tensor asin(const at::Tensor& x) { return x.asin(); }
+
+template <class T, std::enable_if_t<std::is_floating_point_v<T>, int> = 0>
+inline T pow(T x, double p) { return std::pow(x, static_cast<T>(p)); }
+template <class T>
+inline Vec<T> pow(const Vec<T>& x, double p) { return x.pow(Vec<T>(static_cast<T>(p))); }
+inline at::Tensor pow(const at::Tensor& x, double p) { return x.pow(p); }
+
+template <class V>
+inline V square(const V& x) { return x * x; }
+
+// ---- binary -----------------------------------------------------------------------
+// maximum/minimum propagate NaN (IEEE 754-2019), as torch.maximum does.
+template <class T, std::enable_if_t<std::is_floating_point_v<T>, int> = 0>
+inline T maximum(T a, T b) { return (std::isnan(a) || std::isnan(b)) ? a + b : (a > b ? a : b); }
+template <class T>
+inline Vec<T> maximum(const Vec<T>& a, const Vec<T>& b) { return at::vec::maximum(a, b); }
+inline at::Tensor maximum(const at::Tensor& a, const at::Tensor& b) { return at::maximum(a, b); }
+
+template <class T, std::enable_if_t<std::is_floating_point_v<T>, int> = 0>
+inline T minimum(T a, T b) { return (std::isnan(a) || std::isnan(b)) ? a + b : (a < b ? a : b); }
+template <class T>
+inline Vec<T> minimum(const Vec<T>& a, const Vec<T>& b) { return at::vec::minimum(a, b); }
+inline at::Tensor minimum(const at::Tensor& a, const at::Tensor& b) { return at::minimum(a, b); }
+
+template <class V>
+inline V clamp_min(const V& x, double lo) { return tp::math::maximum(x, tp::math::full_like(x, lo)); }
+
+// fused multiply-add where the type has one
+template <class T, std::enable_if_t<std::is_floating_point_v<T>, int> = 0>
+inline T fmadd(T a, T b, T c) { return std::fma(a, b, c); }
+template <class T>
+inline Vec<T> fmadd(const Vec<T>& a, const Vec<T>& b, const Vec<T>& c) { return at::vec::fmadd(a, b, c); }
+inline at::Tensor fmadd(const at::Tensor& a, const at::Tensor& b, const at::Tensor& c) { return at::addcmul(c, a, b); }
+
+// ---- comparisons and selection --------------------------------------------------------
+// A comparison yields the type's own mask (bool, an all-ones-bits vector, a bool tensor);
+// select(mask, a, b) is mask ? a : b elementwise.
+template <class T, std::enable_if_t<std::is_floating_point_v<T>, int> = 0>
+inline T select(bool m, T a, T b) { return m ? a : b; }
+template <class T>
+inline Vec<T> select(const Vec<T>& m, const Vec<T>& a, const Vec<T>& b) { return Vec<T>::blendv(b, a, m); }
+inline at::Tensor select(const at::Tensor& m, const at::Tensor& a, const at::Tensor& b) { return at::where(m, a, b); }
+
+template <class T, std::enable_if_t<std::is_floating_point_v<T>, int> = 0>
+inline bool is_zero(T x) { return x == T(0); }
+template <class T>
+inline Vec<T> is_zero(const Vec<T>& x) { return x == Vec<T>(T(0)); }
+inline at::Tensor is_zero(const at::Tensor& x) { return x == 0; }
+
+template <class T, std::enable_if_t<std::is_floating_point_v<T>, int> = 0>
+inline bool less_equal(T a, T b) { return a <= b; }
+template <class T>
+inline Vec<T> less_equal(const Vec<T>& a, const Vec<T>& b) { return a <= b; }
+inline at::Tensor less_equal(const at::Tensor& a, const at::Tensor& b) { return a <= b; }
+
+template <class T, std::enable_if_t<std::is_floating_point_v<T>, int> = 0>
+inline bool equal(T a, T b) { return a == b; }
+template <class T>
+inline Vec<T> equal(const Vec<T>& a, const Vec<T>& b) { return a == b; }
+inline at::Tensor equal(const at::Tensor& a, const at::Tensor& b) { return a == b; }
+
+// sign(x) with sign(0) = 0 (and NaN -> NaN for the vector and tensor forms).
+template <class T, std::enable_if_t<std::is_floating_point_v<T>, int> = 0>
+inline T sign(T x) { return x > T(0) ? T(1) : (x < T(0) ? T(-1) : x); }
+template <class T>
+inline Vec<T> sign(const Vec<T>& x) {
+  const Vec<T> zero(T(0)), one(T(1));
+  return Vec<T>::blendv(Vec<T>::blendv(x, Vec<T>(T(-1)), x < zero), one, x > zero);
+}
+inline at::Tensor sign(const at::Tensor& x) { return x.sign(); }
+
+}  // namespace tp::math

@@ -1,0 +1,41 @@
+// Autocast for every torchpair operator: under CPU or CUDA autocast, float16/bfloat16
+// tensor arguments are promoted to float32 (the seed's contract) and the operator runs with
+// autocast switched off below it, so its internal ATen calls (e.g. GEMMs) are not
+// re-downcast. One boxed kernel serves every schema.
+#include <ATen/autocast_mode.h>
+#include <torch/library.h>
+
+namespace tp::ops {
+namespace {
+
+at::Tensor promote(const at::Tensor& t) {
+  if (t.defined() && (t.scalar_type() == at::kHalf || t.scalar_type() == at::kBFloat16)) return t.to(at::kFloat);
+  return t;
+}
+
+void autocast_to_float32(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::jit::Stack* stack) {
+  const size_t n = op.schema().arguments().size();
+  for (size_t i = stack->size() - n; i < stack->size(); ++i) {
+    c10::IValue& v = (*stack)[i];
+    if (v.isTensor()) {
+      v = promote(v.toTensor());
+    } else if (v.isTensorList()) {
+      auto list = v.toTensorList();
+      for (size_t j = 0; j < list.size(); ++j) list.set(j, promote(list.get(j)));
+      v = list;
+    }
+  }
+  c10::impl::ExcludeDispatchKeyGuard no_autocast(c10::autocast_dispatch_keyset);
+  op.callBoxed(stack);
+}
+
+void register_autocast(torch::Library& m) {
+  for (const char* name : {"pairwise", "lazy_matmul", "lazy_sum", "_dense", "_matmul", "_row_sum"})
+    m.impl(name, torch::CppFunction::makeFromBoxedFunction<&autocast_to_float32>());
+}
+
+}  // namespace
+}  // namespace tp::ops
+
+TORCH_LIBRARY_IMPL(torchpair, AutocastCPU, m) { tp::ops::register_autocast(m); }
+TORCH_LIBRARY_IMPL(torchpair, AutocastCUDA, m) { tp::ops::register_autocast(m); }

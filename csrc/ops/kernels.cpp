@@ -1,0 +1,162 @@
+// Backend kernels of the core operators: the native CPU engines for CPU tensors, the
+// device-generic engines (ATen on tiles) for every other device. Core operators are
+// internal but callable (torch.ops.torchpair._dense, ...), so they validate their
+// arguments too: a wrong call is a clear error, never a crash.
+#include <ATen/ATen.h>
+#include <torch/library.h>
+
+#include <cstdlib>
+
+#include "cpu/consumers.h"
+#include "engines/kernel_id.h"
+#include "engines/request.h"
+#include "generic/consumers.h"
+#include "ops/ops.h"
+
+namespace tp::ops {
+namespace {
+
+using Opt = std::optional<at::Tensor>;
+
+void check_operand(const char* op, const char* name, const at::Tensor& t, int64_t dim, const at::Tensor& x) {
+  TORCH_CHECK_VALUE(t.dim() == dim, "torchpair.", op, ": '", name, "' must have ", dim, " dimensions, got shape ",
+                    t.sizes());
+  TORCH_CHECK_TYPE(t.scalar_type() == at::kFloat || t.scalar_type() == at::kDouble, "torchpair.", op, ": '", name,
+                   "' must be float32 or float64, got ", t.scalar_type());
+  TORCH_CHECK_TYPE(t.scalar_type() == x.scalar_type(), "torchpair.", op, ": '", name, "' has dtype ",
+                   t.scalar_type(), " but 'x' has ", x.scalar_type());
+  TORCH_CHECK_VALUE(t.device() == x.device(), "torchpair.", op, ": '", name, "' is on ", t.device(),
+                    " but 'x' is on ", x.device());
+  TORCH_CHECK_VALUE(t.layout() == at::kStrided, "torchpair.", op, ": '", name, "' must be a dense (strided) tensor");
+}
+
+engine::Request make_request(const char* op, const at::Tensor& x, const at::Tensor& y, const Opt& a, const Opt& b,
+                             c10::string_view kernel, at::ArrayRef<double> scalars, bool symmetric, bool transpose) {
+  check_operand(op, "x", x, 3, x);
+  check_operand(op, "y", y, 3, x);
+  TORCH_CHECK_VALUE(x.size(0) == y.size(0), "torchpair.", op, ": 'x' and 'y' must have the same batch size, got ",
+                    x.size(0), " and ", y.size(0));
+  TORCH_CHECK_VALUE(x.size(2) == y.size(2), "torchpair.", op, ": 'x' has ", x.size(2), " features but 'y' has ",
+                    y.size(2));
+  engine::Request req;
+  req.spec.kernel = engine::kernel_from_name(std::string(kernel));
+  const int64_t want = engine::kernel_scalar_count(req.spec.kernel);
+  TORCH_CHECK_VALUE(int64_t(scalars.size()) == want, "torchpair.", op, ": kernel '", kernel, "' takes ", want,
+                    " scalars (argument 'scalars'), got ", scalars.size());
+  req.spec.scalars.assign(scalars.begin(), scalars.end());
+  req.spec.symmetric = symmetric;
+  req.spec.flipped = transpose;
+  TORCH_CHECK_VALUE(!symmetric || x.sizes() == y.sizes(), "torchpair.", op,
+                    ": 'symmetric' requires 'x' and 'y' of the same shape");
+  req.x = x.contiguous();
+  req.y = y.contiguous();
+  if (a.has_value()) {
+    check_operand(op, "a", *a, 2, x);
+    TORCH_CHECK_VALUE(a->size(0) == x.size(0) && a->size(1) == x.size(1), "torchpair.", op,
+                      ": 'a' must have shape [B, n] = ", x.sizes().slice(0, 2), ", got ", a->sizes());
+    req.a = a->contiguous();
+  }
+  if (b.has_value()) {
+    check_operand(op, "b", *b, 2, x);
+    TORCH_CHECK_VALUE(b->size(0) == y.size(0) && b->size(1) == y.size(1), "torchpair.", op,
+                      ": 'b' must have shape [B, m] = ", y.sizes().slice(0, 2), ", got ", b->sizes());
+    req.b = b->contiguous();
+  }
+  return req;
+}
+
+void check_v(const char* op, const at::Tensor& v, const engine::Request& req) {
+  check_operand(op, "v", v, 3, req.x);
+  TORCH_CHECK_VALUE(v.size(0) == req.batch() && v.size(1) == req.cols(), "torchpair.", op,
+                    ": 'v' must have shape [B, ", req.cols(), ", C] (B = ", req.batch(), "), got ", v.sizes());
+}
+
+void check_grad(const char* op, const at::Tensor& grad, const engine::Request& req, at::IntArrayRef expected) {
+  check_operand(op, "grad", grad, int64_t(expected.size()), req.x);
+  TORCH_CHECK_VALUE(grad.sizes() == expected, "torchpair.", op, ": 'grad' must have shape ", expected, ", got ",
+                    grad.sizes());
+}
+
+// The native CPU engines, unless TORCHPAIR_FORCE_GENERIC=1 asks for the device-generic
+// path (how the test suite exercises it on machines without a GPU).
+bool native_cpu(const at::Tensor& x) {
+  if (!x.is_cpu()) return false;
+  const char* force = std::getenv("TORCHPAIR_FORCE_GENERIC");
+  return !(force && force[0] == '1');
+}
+
+// Unrequested gradients come back as zeros of the right shape (empty for absent a/b).
+at::Tensor or_zeros(const at::Tensor& g, const at::Tensor& like, const at::Tensor& x) {
+  if (g.defined()) return g;
+  return like.defined() ? at::zeros_like(like) : at::empty({0}, x.options());
+}
+
+at::Tensor dense_kernel(const at::Tensor& x, const at::Tensor& y, const Opt& a, const Opt& b, c10::string_view kernel,
+                        at::ArrayRef<double> scalars, bool symmetric, bool transpose) {
+  auto req = make_request("_dense", x, y, a, b, kernel, scalars, symmetric, transpose);
+  return native_cpu(req.x) ? cpu::dispatch::dense(req) : generic::dense(req);
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> dense_backward_kernel(
+    const at::Tensor& grad, const at::Tensor& x, const at::Tensor& y, const Opt& a, const Opt& b,
+    c10::string_view kernel, at::ArrayRef<double> scalars, bool symmetric, bool transpose, std::array<bool, 4> mask) {
+  auto req = make_request("_dense_backward", x, y, a, b, kernel, scalars, symmetric, transpose);
+  check_grad("_dense_backward", grad, req, {req.batch(), req.rows(), req.cols()});
+  auto g = native_cpu(req.x) ? cpu::dispatch::dense_backward(grad, req, mask)
+                             : generic::dense_backward(grad.contiguous(), req, mask);
+  return {or_zeros(g[0], req.x, x), or_zeros(g[1], req.y, x), or_zeros(g[2], req.a, x), or_zeros(g[3], req.b, x)};
+}
+
+at::Tensor matmul_kernel(const at::Tensor& x, const at::Tensor& y, const Opt& a, const Opt& b, const at::Tensor& v,
+                         c10::string_view kernel, at::ArrayRef<double> scalars, bool symmetric, bool transpose) {
+  auto req = make_request("_matmul", x, y, a, b, kernel, scalars, symmetric, transpose);
+  check_v("_matmul", v, req);
+  return native_cpu(req.x) ? cpu::dispatch::matmul(req, v) : generic::matmul(req, v.contiguous());
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor> matmul_backward_kernel(
+    const at::Tensor& grad, const at::Tensor& x, const at::Tensor& y, const Opt& a, const Opt& b, const at::Tensor& v,
+    c10::string_view kernel, at::ArrayRef<double> scalars, bool symmetric, bool transpose, std::array<bool, 5> mask) {
+  auto req = make_request("_matmul_backward", x, y, a, b, kernel, scalars, symmetric, transpose);
+  check_v("_matmul_backward", v, req);
+  check_grad("_matmul_backward", grad, req, {req.batch(), req.rows(), v.size(2)});
+  auto g = native_cpu(req.x) ? cpu::dispatch::matmul_backward(grad, req, v, mask)
+                             : generic::matmul_backward(grad.contiguous(), req, v.contiguous(), mask);
+  return {or_zeros(g[0], req.x, x), or_zeros(g[1], req.y, x), or_zeros(g[2], req.a, x), or_zeros(g[3], req.b, x),
+          or_zeros(g[4], v, x)};
+}
+
+at::Tensor row_sum_kernel(const at::Tensor& x, const at::Tensor& y, const Opt& a, const Opt& b,
+                          c10::string_view kernel, at::ArrayRef<double> scalars, bool symmetric, bool transpose) {
+  auto req = make_request("_row_sum", x, y, a, b, kernel, scalars, symmetric, transpose);
+  return native_cpu(req.x) ? cpu::dispatch::row_sum(req) : generic::row_sum(req);
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> row_sum_backward_kernel(
+    const at::Tensor& grad, const at::Tensor& x, const at::Tensor& y, const Opt& a, const Opt& b,
+    c10::string_view kernel, at::ArrayRef<double> scalars, bool symmetric, bool transpose, std::array<bool, 4> mask) {
+  auto req = make_request("_row_sum_backward", x, y, a, b, kernel, scalars, symmetric, transpose);
+  check_grad("_row_sum_backward", grad, req, {req.batch(), req.rows()});
+  auto g = native_cpu(req.x) ? cpu::dispatch::row_sum_backward(grad, req, mask)
+                             : generic::row_sum_backward(grad.contiguous(), req, mask);
+  return {or_zeros(g[0], req.x, x), or_zeros(g[1], req.y, x), or_zeros(g[2], req.a, x), or_zeros(g[3], req.b, x)};
+}
+
+void register_kernels(torch::Library& m) {
+  m.impl("_dense", &dense_kernel);
+  m.impl("_dense_backward", &dense_backward_kernel);
+  m.impl("_matmul", &matmul_kernel);
+  m.impl("_matmul_backward", &matmul_backward_kernel);
+  m.impl("_row_sum", &row_sum_kernel);
+  m.impl("_row_sum_backward", &row_sum_backward_kernel);
+}
+
+}  // namespace
+}  // namespace tp::ops
+
+// The same functions serve every backend: they pick the native CPU engines or the
+// device-generic path from the tensors' device.
+TORCH_LIBRARY_IMPL(torchpair, CPU, m) { tp::ops::register_kernels(m); }
+TORCH_LIBRARY_IMPL(torchpair, CUDA, m) { tp::ops::register_kernels(m); }
+TORCH_LIBRARY_IMPL(torchpair, XPU, m) { tp::ops::register_kernels(m); }
+TORCH_LIBRARY_IMPL(torchpair, MPS, m) { tp::ops::register_kernels(m); }

@@ -1,0 +1,28 @@
+#pragma once
+#include <ATen/Tensor.h>
+
+#include <optional>
+
+#include "torchpair/params.h"
+
+namespace tp {
+
+// Metric parameters. Unset means the same default as the Python API (sklearn/scipy
+// conventions, e.g. gamma = 1 / n_features for rbf). A parameter the chosen metric does not
+// take is an error (c10::ValueError naming it), never silently ignored.
+struct ComparisonOptions {
+#define TP_DECLARE_SCALAR(name) std::optional<double> name;
+#define TP_DECLARE_TENSOR(name) std::optional<at::Tensor> name;
+  TORCHPAIR_SCALAR_PARAMS(TP_DECLARE_SCALAR)
+  TORCHPAIR_TENSOR_PARAMS(TP_DECLARE_TENSOR)
+#undef TP_DECLARE_SCALAR
+#undef TP_DECLARE_TENSOR
+};
+
+// Options of one pairwise operation: the comparison's parameters, plus execution options
+// as they are added.
+struct PairwiseOperationOptions {
+  ComparisonOptions comparison;
+};
+
+}  // namespace tp

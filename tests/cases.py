@@ -1,0 +1,150 @@
+"""The shared test tables. Every metric and every operator has rows here; the test modules
+(test_parity, test_gradients, test_lazy, test_opcheck, test_compile_export, test_bad_input)
+iterate over them. Adding a metric or an operator = adding rows, not tests.
+
+Oracles are independent implementations (scipy, sklearn, POT, rapidfuzz, dense torch
+formulas): never torchpair's own output.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Callable
+
+import numpy as np
+import torch
+from scipy.spatial import distance as ssd
+from sklearn.metrics import pairwise as skp
+
+
+# ---------------------------------------------------------------------------------------
+# Metrics
+# ---------------------------------------------------------------------------------------
+@dataclasses.dataclass
+class MetricCase:
+    metric: str
+    params: dict
+    #: numpy oracle: (X [n, d], Y [m, d]) -> [n, m], float64
+    oracle: Callable[[np.ndarray, np.ndarray], np.ndarray]
+    #: input domain: "real" (normal), "positive", "probability", ...
+    domain: str = "real"
+    differentiable: bool = True
+    #: tolerances (float64 / float32)
+    rtol64: float = 1e-10
+    rtol32: float = 1e-5
+    #: feature dims to test: small dims use the difference-based kernels, > 16 the GEMM ones
+    dims: tuple = (1, 3, 17, 40)
+    id: str = ""
+
+    def __post_init__(self):
+        if not self.id:
+            extra = ",".join(f"{k}={v}" for k, v in self.params.items() if not isinstance(v, (np.ndarray, torch.Tensor)))
+            self.id = self.metric + (f"[{extra}]" if extra else "")
+
+    def sample(self, shape, dtype=torch.float64, generator=None):
+        """Random inputs from the metric's domain."""
+        x = torch.randn(*shape, dtype=torch.float64, generator=generator)
+        if self.domain == "positive":
+            x = x.abs() + 0.1
+        elif self.domain == "probability":
+            x = x.abs() + 0.05
+            x = x / x.sum(-1, keepdim=True)
+        return x.to(dtype)
+
+
+def _rbf(gamma=None):
+    return lambda x, y: skp.rbf_kernel(x, y, gamma=gamma)
+
+
+METRIC_CASES: list[MetricCase] = [
+    MetricCase("euclidean", {}, lambda x, y: ssd.cdist(x, y, "euclidean")),
+    MetricCase("l2", {}, lambda x, y: ssd.cdist(x, y, "euclidean"), dims=(3, 40)),
+    MetricCase("sqeuclidean", {}, lambda x, y: ssd.cdist(x, y, "sqeuclidean")),
+    MetricCase("rbf", {}, _rbf()),
+    MetricCase("rbf", {"gamma": 0.2}, _rbf(0.2)),
+]
+
+METRIC_IDS = [c.id for c in METRIC_CASES]
+DIFFERENTIABLE_CASES = [c for c in METRIC_CASES if c.differentiable]
+
+
+def tolerances(case: MetricCase, dtype: torch.dtype) -> dict:
+    return {"rtol": case.rtol64, "atol": case.rtol64 * 10} if dtype == torch.float64 else {
+        "rtol": case.rtol32, "atol": case.rtol32 * 10}
+
+
+# ---------------------------------------------------------------------------------------
+# Operators (opcheck, compile/export). Each row builds sample args for one operator.
+# ---------------------------------------------------------------------------------------
+@dataclasses.dataclass
+class OpCase:
+    op: str                       # qualified name, e.g. "torchpair::_dense"
+    make_args: Callable[[torch.dtype], tuple]
+    kwargs: dict = dataclasses.field(default_factory=dict)
+    id: str = ""
+
+
+def _core_args(kernel, scalars, d, dtype, with_sides, transpose=False, symmetric=False, v_cols=None):
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(2, 5, d, dtype=dtype, generator=g, requires_grad=True)
+    y = x if symmetric else torch.randn(2, 7, d, dtype=dtype, generator=g, requires_grad=True)
+    a = (x.detach() ** 2).sum(-1).requires_grad_(True) if with_sides else None
+    b = a if (with_sides and symmetric) else ((y.detach() ** 2).sum(-1).requires_grad_(True) if with_sides else None)
+    args = [x, y, a, b]
+    if v_cols is not None:
+        cols = x.shape[1] if transpose else y.shape[1]
+        args.append(torch.randn(2, cols, v_cols, dtype=dtype, generator=g, requires_grad=True))
+    return tuple(args + [kernel, list(scalars), symmetric, transpose])
+
+
+def _public_args(dtype, with_y=True, v=False, dim=False):
+    g = torch.Generator().manual_seed(1)
+    x = torch.randn(2, 5, 4, dtype=dtype, generator=g, requires_grad=True)
+    y = torch.randn(2, 6, 4, dtype=dtype, generator=g, requires_grad=True) if with_y else None
+    args = [x, y]
+    if v:
+        args.append(torch.randn(2, 6 if with_y else 5, 3, dtype=dtype, generator=g, requires_grad=True))
+    args.append("rbf")
+    if dim:
+        args.append(-1)
+    return tuple(args)
+
+
+OP_CASES: list[OpCase] = []
+for _kernel, _scalars, _sides in [
+    ("euclidean_direct", [], False),
+    ("sqeuclidean_gemm", [], True),
+    ("euclidean_gemm", [], True),
+    ("rbf_direct", [0.5], False),
+    ("rbf_gemm", [0.5], True),
+]:
+    _d = 20 if _sides else 3
+    for _t in (False, True):
+        OP_CASES.append(OpCase("torchpair::_dense", lambda dt, k=_kernel, s=_scalars, d=_d, sd=_sides, t=_t:
+                               _core_args(k, s, d, dt, sd, t), id=f"_dense-{_kernel}-t{int(_t)}"))
+        OP_CASES.append(OpCase("torchpair::_matmul", lambda dt, k=_kernel, s=_scalars, d=_d, sd=_sides, t=_t:
+                               _core_args(k, s, d, dt, sd, t, v_cols=3), id=f"_matmul-{_kernel}-t{int(_t)}"))
+        OP_CASES.append(OpCase("torchpair::_row_sum", lambda dt, k=_kernel, s=_scalars, d=_d, sd=_sides, t=_t:
+                               _core_args(k, s, d, dt, sd, t), id=f"_row_sum-{_kernel}-t{int(_t)}"))
+def _backward_args(forward_op, forward_args, nmask, dtype):
+    """Arguments of a backward operator: the forward's, with a random upstream gradient."""
+    args = forward_args(dtype)
+    ns, name = forward_op.split("::")
+    with torch.no_grad():
+        out = getattr(torch.ops.torchpair, name)(*args)
+    grad = torch.randn(out.shape, dtype=dtype, generator=torch.Generator().manual_seed(2))
+    detached = [a.detach() if isinstance(a, torch.Tensor) else a for a in args]
+    return (grad, *detached, [True] * nmask)
+
+
+for _case in list(OP_CASES):
+    if _case.op in ("torchpair::_dense", "torchpair::_row_sum", "torchpair::_matmul"):
+        _n = 5 if _case.op.endswith("_matmul") else 4
+        OP_CASES.append(OpCase(_case.op + "_backward", lambda dt, c=_case, n=_n: _backward_args(c.op, c.make_args, n, dt),
+                               id=_case.id.replace(_case.op.split("::")[1], _case.op.split("::")[1] + "_backward")))
+
+OP_CASES += [
+    OpCase("torchpair::pairwise", lambda dt: _public_args(dt), {"gamma": 0.3}, id="pairwise"),
+    OpCase("torchpair::pairwise", lambda dt: _public_args(dt, with_y=False), id="pairwise-self"),
+    OpCase("torchpair::lazy_matmul", lambda dt: _public_args(dt, v=True), id="lazy_matmul"),
+    OpCase("torchpair::lazy_sum", lambda dt: _public_args(dt, dim=True), id="lazy_sum"),
+]

@@ -1,0 +1,81 @@
+"""Bad input raises ValueError/TypeError (or RuntimeError) whose message names the
+offending argument; never a crash, never a silent wrong answer. One row per mistake."""
+import pytest
+import torch
+
+import torchpair as tp
+
+x = torch.randn(5, 3)
+y = torch.randn(4, 3)
+v = torch.randn(4, 2)
+x64 = torch.randn(5, 3, dtype=torch.float64)
+
+# (id, callable, exception, regex the message must match)
+CASES = [
+    ("feature-mismatch", lambda: tp.pairwise(x, torch.randn(4, 5)), ValueError, r"'x' has 3 features but 'y' has 5"),
+    ("x-rank-1", lambda: tp.pairwise(torch.randn(5), y), ValueError, r"'x' must have shape \[\.\.\., rows, features\]"),
+    ("y-rank-1", lambda: tp.pairwise(x, torch.randn(3)), ValueError, r"'y' must have shape"),
+    ("x-rank-0", lambda: tp.pairwise(torch.tensor(1.0), y), ValueError, r"'x'"),
+    ("x-int", lambda: tp.pairwise(torch.ones(5, 3, dtype=torch.int64), y), TypeError, r"floating-point 'x'"),
+    ("y-int", lambda: tp.pairwise(x, torch.ones(4, 3, dtype=torch.int32)), TypeError, r"floating-point 'y'"),
+    ("x-bool", lambda: tp.pairwise(torch.ones(5, 3, dtype=torch.bool), y), TypeError, r"'x'"),
+    ("x-complex", lambda: tp.pairwise(torch.randn(5, 3, dtype=torch.complex64), y), TypeError, r"'x'"),
+    ("mixed-dtypes", lambda: tp.pairwise(x64, y), TypeError, r"'x' has dtype .*Double.* but 'y' has .*Float"),
+    ("different-devices", lambda: tp.pairwise(x, y.to("meta")), ValueError, r"'x' is on cpu but 'y' is on meta"),
+    ("unknown-metric", lambda: tp.pairwise(x, y, "euclidian"), ValueError, r"unknown metric 'euclidian'.*'metric'"),
+    ("metric-not-str", lambda: tp.pairwise(x, y, 3), TypeError, r"'metric'"),
+    ("unknown-param", lambda: tp.pairwise(x, y, "rbf", gama=0.1), TypeError, r"unexpected keyword argument 'gama'.*gamma"),
+    ("param-not-for-metric", lambda: tp.pairwise(x, y, "euclidean", gamma=0.1), ValueError,
+     r"metric 'euclidean' does not take parameter 'gamma'"),
+    ("negative-gamma", lambda: tp.pairwise(x, y, "rbf", gamma=-1.0), ValueError, r"'gamma'.*>= 0"),
+    ("nan-gamma", lambda: tp.pairwise(x, y, "rbf", gamma=float("nan")), ValueError, r"'gamma'.*finite"),
+    ("inf-gamma", lambda: tp.lazy(x, y, "rbf", gamma=float("inf")), ValueError, r"'gamma'.*finite"),
+    ("gamma-str", lambda: tp.pairwise(x, y, "rbf", gamma="0.1"), TypeError, r"'gamma'"),
+    ("gamma-vector", lambda: tp.pairwise(x, y, "rbf", gamma=torch.ones(3)), TypeError, r"'gamma'"),
+    ("x-not-tensor", lambda: tp.pairwise([[1.0, 2.0]], y), TypeError, r"'X' must be a torch.Tensor"),
+    ("v-wrong-rows", lambda: tp.lazy(x, y, "rbf") @ torch.randn(5, 2), ValueError, r"'v' has 5 rows but the operator has 4"),
+    ("v-transposed-rows", lambda: tp.lazy(x, y, "rbf").T @ torch.randn(4, 2), ValueError, r"'v' has 4 rows"),
+    ("v-dtype", lambda: tp.lazy(x, y, "rbf") @ v.double(), TypeError, r"'v' has dtype"),
+    ("v-not-tensor", lambda: tp.lazy(x, y, "rbf").matmul([1.0]), TypeError, r"'V' must be a torch.Tensor"),
+    ("v-scalar", lambda: tp.lazy(x, y, "rbf") @ torch.tensor(1.0), ValueError, r"'v'"),
+    ("batch-mismatch", lambda: tp.pairwise(torch.randn(2, 5, 3), torch.randn(3, 4, 3)), ValueError,
+     r"batch dimensions of 'x'.*and 'y'.*do not broadcast"),
+    ("lazy-batch-mismatch", lambda: tp.lazy(torch.randn(2, 5, 3), torch.randn(3, 4, 3)), ValueError, r"batch dimensions"),
+    ("sum-dim-out-of-range", lambda: tp.lazy(x, y).sum(2), ValueError, r"'dim' 2 is out of range"),
+    ("sum-dim-batch", lambda: tp.lazy(torch.randn(2, 5, 3), None).sum(0), ValueError, r"'dim' must be one of the last two"),
+    ("sum-dim-type", lambda: tp.lazy(x, y).sum("rows"), TypeError, r"'dim'"),
+    ("lazy-flag", lambda: tp.pairwise_expression(x, y, "rbf", lazy="yes"), TypeError, r"'lazy'"),
+    ("sparse-x", lambda: tp.pairwise(x.to_sparse(), y), ValueError, r"'x' must be a dense"),
+    ("metric-info-unknown", lambda: tp.metric_info("nope"), ValueError, r"unknown metric 'nope'"),
+    ("lazy-unknown-metric", lambda: tp.lazy(x, y, "nope"), ValueError, r"unknown metric 'nope'"),
+    ("lazy-bad-param", lambda: tp.lazy(x, y, "euclidean", gamma=1.0), ValueError, r"does not take parameter 'gamma'"),
+    # the core operators validate too (they are callable from Python and C++)
+    ("core-unknown-kernel", lambda: torch.ops.torchpair._dense(x[None], y[None], None, None, "nope", [], False, False),
+     ValueError, r"unknown engine kernel 'nope'.*'kernel'"),
+    ("core-scalars", lambda: torch.ops.torchpair._dense(x[None], y[None], None, None, "rbf_direct", [], False, False),
+     ValueError, r"takes 1 scalars.*'scalars'"),
+    ("core-rank", lambda: torch.ops.torchpair._dense(x, y, None, None, "euclidean_direct", [], False, False),
+     ValueError, r"'x' must have 3 dimensions"),
+    ("core-side-shape", lambda: torch.ops.torchpair._dense(x[None], y[None], torch.ones(1, 4), None, "euclidean_gemm",
+                                                          [], False, False), ValueError, r"'a' must have shape"),
+    ("core-v-shape", lambda: torch.ops.torchpair._matmul(x[None], y[None], None, None, torch.ones(1, 5, 2),
+                                                        "euclidean_direct", [], False, False), ValueError, r"'v' must have shape"),
+    ("core-int", lambda: torch.ops.torchpair._row_sum(x[None].int(), y[None].int(), None, None, "euclidean_direct", [],
+                                                     False, False), TypeError, r"'x' must be float32 or float64"),
+    ("core-symmetric-shapes", lambda: torch.ops.torchpair._dense(x[None], y[None], None, None, "euclidean_direct", [],
+                                                                True, False), ValueError, r"'symmetric'"),
+]
+
+
+@pytest.mark.parametrize("call,exc,pattern", [c[1:] for c in CASES], ids=[c[0] for c in CASES])
+def test_bad_input(call, exc, pattern):
+    with pytest.raises(exc, match=pattern):
+        call()
+
+
+def test_nan_data_propagates_not_crashes():
+    xn = x.clone()
+    xn[0, 0] = float("nan")
+    out = tp.pairwise(xn, y)
+    assert torch.isnan(out[0]).all() and torch.isfinite(out[1:]).all()
+    assert torch.isnan((tp.lazy(xn, y, "rbf") @ v)[0]).all()

@@ -1,0 +1,99 @@
+"""The seed's Query example compiled with fullgraph=True and exported; export round trip
+(save/load in a fresh process that only imports torchpair); dynamic shapes."""
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+import torch
+
+import torchpair as tp
+
+
+class Query(torch.nn.Module):
+    def forward(self, X, Y, V):
+        K = tp.lazy(X, Y, metric="rbf", gamma=0.2)
+        return K.matmul(V)  # X:[N,D], Y:[M,D], V:[M,C] -> [N,C]
+
+
+def reference(X, Y, V):
+    return torch.exp(-0.2 * torch.cdist(X, Y) ** 2) @ V
+
+
+def data(n=40, m=30, d=5, c=3):
+    g = torch.Generator().manual_seed(0)
+    return torch.randn(n, d, generator=g), torch.randn(m, d, generator=g), torch.randn(m, c, generator=g)
+
+
+def test_compile_fullgraph():
+    torch._dynamo.reset()
+    query = torch.compile(Query(), fullgraph=True)
+    X, Y, V = data()
+    torch.testing.assert_close(query(X, Y, V), reference(X, Y, V), rtol=1e-5, atol=1e-5)
+
+
+def test_compile_backward():
+    torch._dynamo.reset()
+    query = torch.compile(Query(), fullgraph=True)
+    X, Y, V = data()
+    X.requires_grad_(True)
+    query(X, Y, V).sum().backward()
+    Xr = X.detach().clone().requires_grad_(True)
+    reference(Xr, Y, V).sum().backward()
+    torch.testing.assert_close(X.grad, Xr.grad, rtol=1e-4, atol=1e-5)
+
+
+def test_compile_dynamic_shapes():
+    torch._dynamo.reset()
+    query = torch.compile(Query(), fullgraph=True, dynamic=True)
+    for n, m in [(40, 30), (17, 51), (64, 8)]:
+        X, Y, V = data(n, m)
+        torch.testing.assert_close(query(X, Y, V), reference(X, Y, V), rtol=1e-5, atol=1e-5)
+
+
+def test_compile_dense_and_sum():
+    torch._dynamo.reset()
+
+    @torch.compile(fullgraph=True)
+    def f(x, y):
+        return tp.pairwise(x, y, "euclidean"), tp.lazy(x, y, "sqeuclidean").sum(-2), tp.lazy(x, None, "rbf").sum()
+
+    x, y = torch.randn(20, 30), torch.randn(10, 30)
+    a, b, c = f(x, y)
+    torch.testing.assert_close(a, torch.cdist(x, y), rtol=1e-5, atol=1e-4)
+    torch.testing.assert_close(b, (torch.cdist(x, y) ** 2).sum(0), rtol=1e-5, atol=1e-3)
+    torch.testing.assert_close(c, torch.exp(-torch.cdist(x, x) ** 2 / 30).sum(), rtol=1e-5, atol=1e-4)
+
+
+def _torchpair_ops_in(ep):
+    return {str(n.target) for n in ep.graph.nodes if n.op == "call_function" and "torchpair" in str(n.target)}
+
+
+def test_export_and_dynamic_dims():
+    X, Y, V = data()
+    N, M = torch.export.Dim("N", min=2), torch.export.Dim("M", min=2)
+    ep = torch.export.export(Query(), (X, Y, V), dynamic_shapes=({0: N}, {0: M}, {0: M}))
+    assert _torchpair_ops_in(ep), "the exported graph must hold torchpair operators"
+    for n, m in [(40, 30), (13, 77)]:
+        X2, Y2, V2 = data(n, m)
+        torch.testing.assert_close(ep.module()(X2, Y2, V2), reference(X2, Y2, V2), rtol=1e-5, atol=1e-5)
+
+
+def test_export_save_load_in_fresh_process(tmp_path):
+    X, Y, V = data()
+    ep = torch.export.export(Query(), (X, Y, V))
+    path = tmp_path / "query.pt2"
+    torch.export.save(ep, str(path))
+    torch.save((X, Y, V, reference(X, Y, V)), tmp_path / "data.pt")
+    script = textwrap.dedent(f"""
+        import torch
+        import torchpair  # registers the operators; nothing else from the test
+        ep = torch.export.load({str(path)!r})
+        X, Y, V, ref = torch.load({str(tmp_path / 'data.pt')!r})
+        out = ep.module()(X, Y, V)
+        torch.testing.assert_close(out, ref, rtol=1e-5, atol=1e-5)
+        print("OK")
+    """)
+    r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0 and "OK" in r.stdout, r.stderr

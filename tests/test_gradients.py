@@ -1,0 +1,94 @@
+"""gradcheck (float64) for every differentiable metric, through every consumer, in both
+engines; the conventions at non-differentiable points; second derivatives are refused."""
+import pytest
+import torch
+
+import torchpair as tp
+from cases import DIFFERENTIABLE_CASES
+
+
+def gradcheck(fn, inputs, fast_mode=True):
+    """torch.autograd.gradcheck; fast mode (random projections of the Jacobian) keeps the
+    many-consumer rows quick, the dense rows also run in full."""
+    return torch.autograd.gradcheck(fn, inputs, fast_mode=fast_mode)
+
+IDS = [c.id for c in DIFFERENTIABLE_CASES]
+
+
+def inputs(case, d, batch=()):
+    g = torch.Generator().manual_seed(3)
+    x = case.sample((*batch, 6, d), generator=g).requires_grad_(True)
+    y = case.sample((*batch, 9, d), generator=g).requires_grad_(True)
+    v = torch.randn(*batch, 9, 2, dtype=torch.float64, generator=g).requires_grad_(True)
+    return x, y, v
+
+
+@pytest.mark.parametrize("case", DIFFERENTIABLE_CASES, ids=IDS)
+def test_dense(case):
+    for d in (case.dims[0], case.dims[-1]):
+        x, y, _ = inputs(case, d, (2,))
+        assert gradcheck(lambda a, b: tp.pairwise(a, b, case.metric, **case.params), (x, y), fast_mode=False)
+        assert gradcheck(lambda a: tp.pairwise(a, None, case.metric, **case.params), (x,))
+
+
+@pytest.mark.parametrize("case", DIFFERENTIABLE_CASES, ids=IDS)
+def test_lazy_consumers(case):
+    for d in (case.dims[0], case.dims[-1]):
+        x, y, v = inputs(case, d, (2,))
+        K = lambda a, b: tp.lazy(a, b, case.metric, **case.params)  # noqa: E731
+        assert gradcheck(lambda a, b, c: K(a, b) @ c, (x, y, v))
+        assert gradcheck(lambda a, b, c: K(a, b).T @ c[:, :6], (x, y, v))
+        assert gradcheck(lambda a, b: K(a, b).sum(-1), (x, y))
+        assert gradcheck(lambda a, b: K(a, b).sum(-2), (x, y))
+        assert gradcheck(lambda a, b: K(a, b).sum(), (x, y))
+        assert gradcheck(lambda a, c: tp.lazy(a, None, case.metric, **case.params) @ c[:, :6], (x, v))
+
+
+@pytest.mark.parametrize("case", DIFFERENTIABLE_CASES, ids=IDS)
+def test_generic_path(case, force_generic):
+    for d in (case.dims[0], case.dims[-1]):
+        x, y, v = inputs(case, d)
+        assert gradcheck(lambda a, b, c: tp.lazy(a, b, case.metric, **case.params) @ c, (x, y, v))
+        assert gradcheck(lambda a, b: tp.pairwise(a, b, case.metric, **case.params), (x, y))
+
+
+@pytest.mark.parametrize("d", [3, 40])
+def test_euclidean_gradient_is_zero_at_zero_distance(d):
+    x = torch.randn(5, d, dtype=torch.float64)
+    y = torch.cat([x[:2], torch.randn(3, d, dtype=torch.float64)])
+    xr = x.clone().requires_grad_(True)
+    yr = y.clone().requires_grad_(True)
+    tp.pairwise(xr, yr, "euclidean")[0, 0].backward()
+    assert torch.equal(xr.grad, torch.zeros_like(x)) and torch.equal(yr.grad, torch.zeros_like(y))
+    # self-comparisons: the diagonal contributes nothing
+    xs = x.clone().requires_grad_(True)
+    tp.pairwise(xs, None, "euclidean").diagonal().sum().backward()
+    assert torch.equal(xs.grad, torch.zeros_like(x))
+    # and nothing is NaN through a lazy consumer either
+    xs.grad = None
+    (tp.lazy(xs, None, "euclidean") @ torch.ones(5, 1, dtype=torch.float64)).sum().backward()
+    assert torch.isfinite(xs.grad).all()
+
+
+def test_second_derivative_raises():
+    x = torch.randn(4, 3, dtype=torch.float64, requires_grad=True)
+    y = torch.randn(5, 3, dtype=torch.float64)
+    for out in (tp.pairwise(x, y, "rbf").sum(), (tp.lazy(x, y, "rbf") @ torch.ones(5, dtype=torch.float64)).sum(),
+                tp.lazy(x, y, "rbf").sum()):
+        (g,) = torch.autograd.grad(out, x, create_graph=True)
+        with pytest.raises(RuntimeError, match="second derivatives are not supported"):
+            g.sum().backward()
+
+
+def test_gradients_match_dense_torch():
+    """A second, independent check: autograd through the dense torch formula."""
+    x = torch.randn(50, 20, dtype=torch.float64, requires_grad=True)
+    y = torch.randn(40, 20, dtype=torch.float64, requires_grad=True)
+    v = torch.randn(40, 3, dtype=torch.float64, requires_grad=True)
+    out = tp.lazy(x, y, "rbf", gamma=0.1) @ v
+    ref = torch.exp(-0.1 * ((x[:, None] - y[None]) ** 2).sum(-1)) @ v
+    w = torch.randn_like(ref)
+    g1 = torch.autograd.grad((out * w).sum(), (x, y, v))
+    g2 = torch.autograd.grad((ref * w).sum(), (x, y, v))
+    for a, b in zip(g1, g2):
+        torch.testing.assert_close(a, b)

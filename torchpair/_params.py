@@ -1,0 +1,88 @@
+"""Keyword parameters of the torchpair operators.
+
+The parameter list is read from the native operator schema, so Python never keeps a second
+copy of it: scalar parameters (floats, structural constants in captured graphs) and tensor
+parameters (inputs, differentiable where the metric is).
+"""
+from __future__ import annotations
+
+import difflib
+import numbers
+
+import torch
+
+
+def _read_schema() -> tuple[tuple[str, ...], tuple[str, ...]]:
+    schema = torch.ops.torchpair.pairwise.default._schema
+    scalars, tensors = [], []
+    for arg in schema.arguments:
+        if not arg.kwarg_only:
+            continue
+        elem = arg.type.getElementType() if isinstance(arg.type, torch.OptionalType) else arg.type
+        (tensors if isinstance(elem, torch.TensorType) else scalars).append(arg.name)
+    return tuple(scalars), tuple(tensors)
+
+
+# Read once at import (the library is loaded by then); plain constants for torch.compile.
+SCALAR_PARAMS, TENSOR_PARAMS = _read_schema()
+
+
+def _is_array_like(value) -> bool:
+    return isinstance(value, torch.Tensor) or hasattr(value, "__array__") or isinstance(value, (list, tuple))
+
+
+def normalize(op: str, params: dict) -> dict:
+    """Validates keyword names and value types; returns the kwargs for the operator.
+
+    Unknown names raise TypeError (with a suggestion), like any Python function. Whether the
+    chosen metric takes a parameter, and its allowed values, is checked by the operator.
+    """
+    scalars, tensors = SCALAR_PARAMS, TENSOR_PARAMS
+    out = {}
+    for name, value in params.items():
+        if value is None:
+            continue
+        # sklearn's length_scale is a float or one value per feature; the schema has a
+        # scalar (structural) and a tensor (per-feature) slot.
+        if name == "length_scale" and _is_array_like(value) and not (
+            isinstance(value, torch.Tensor) and value.dim() == 0
+        ):
+            name = "length_scales"
+        if name in scalars:
+            if isinstance(value, torch.Tensor):
+                if value.dim() == 0 and not value.requires_grad and not torch.compiler.is_compiling():
+                    value = value.item()
+                else:
+                    raise TypeError(
+                        f"torchpair.{op}: parameter {name!r} must be a Python number (scalar parameters are "
+                        f"structural constants), got a tensor of shape {tuple(value.shape)}"
+                    )
+            if isinstance(value, bool) or not isinstance(value, numbers.Real):
+                raise TypeError(f"torchpair.{op}: parameter {name!r} must be a real number, got {type(value).__name__}")
+            out[name] = float(value)
+        elif name in tensors:
+            if not isinstance(value, torch.Tensor):
+                if not _is_array_like(value) and not isinstance(value, numbers.Real):
+                    raise TypeError(
+                        f"torchpair.{op}: parameter {name!r} must be a tensor or array, got {type(value).__name__}"
+                    )
+                value = torch.as_tensor(value)
+            out[name] = value
+        else:
+            known = scalars + tensors
+            hint = difflib.get_close_matches(name, known, n=1)
+            suggestion = f"; did you mean {hint[0]!r}?" if hint else f"; valid parameters: {', '.join(known)}"
+            raise TypeError(f"torchpair.{op}() got an unexpected keyword argument {name!r}{suggestion}")
+    return out
+
+
+def check_tensor(op: str, name: str, value, optional: bool = False) -> None:
+    if value is None and optional:
+        return
+    if not isinstance(value, torch.Tensor):
+        raise TypeError(f"torchpair.{op}: {name!r} must be a torch.Tensor, got {type(value).__name__}")
+
+
+def check_metric(op: str, metric) -> None:
+    if not isinstance(metric, str):
+        raise TypeError(f"torchpair.{op}: 'metric' must be a metric name (str), got {type(metric).__name__}")

@@ -1,0 +1,30 @@
+"""Dense pairwise results: tp.pairwise / tp.cdist."""
+from __future__ import annotations
+
+import torch
+
+from . import _params
+
+
+def pairwise(X: torch.Tensor, Y: torch.Tensor | None = None, metric: str = "euclidean", **params) -> torch.Tensor:
+    """Compare every row of ``X`` with every row of ``Y``.
+
+    Args:
+        X: ``[..., N, D]`` floating tensor.
+        Y: ``[..., M, D]`` (batch dims broadcast with X), or None for X against itself
+            (then self-comparisons on the diagonal are exact).
+        metric: a name from :func:`torchpair.metrics` (scipy/sklearn names and aliases).
+        **params: the metric's parameters (e.g. ``gamma`` for ``"rbf"``; sklearn defaults).
+
+    Returns:
+        ``[..., N, M]`` tensor, differentiable with respect to X and Y where the metric is.
+    """
+    _params.check_tensor("pairwise", "X", X)
+    _params.check_tensor("pairwise", "Y", Y, optional=True)
+    _params.check_metric("pairwise", metric)
+    return torch.ops.torchpair.pairwise(X, Y, metric, **_params.normalize("pairwise", params))
+
+
+def cdist(XA: torch.Tensor, XB: torch.Tensor | None = None, metric: str = "euclidean", **params) -> torch.Tensor:
+    """scipy's name for :func:`pairwise` (``scipy.spatial.distance.cdist(XA, XB, metric)``)."""
+    return pairwise(XA, XB, metric, **params)

@@ -1,0 +1,184 @@
+"""Lazy pairwise expressions: K = metric(X, Y) that is never materialized.
+
+``tp.lazy(X, Y, metric, **params)`` returns a :class:`LazyPairwise`; each consumer
+(``.matmul(V)``, ``.sum(dim)``, ...) is one native operator that streams over tiles of K with
+O(tile) extra memory, forward and backward. ``tp.pairwise_expression(..., lazy=False)``
+returns the materialized twin (:class:`DensePairwise`) with the same consumers.
+"""
+from __future__ import annotations
+
+import torch
+
+from . import _params
+
+
+def _broadcast_batch(x: torch.Tensor, y: torch.Tensor | None) -> torch.Size:
+    if y is None:
+        return x.shape[:-2]
+    try:
+        return torch.broadcast_shapes(x.shape[:-2], y.shape[:-2])
+    except RuntimeError as exc:
+        raise ValueError(
+            f"torchpair.lazy: the batch dimensions of 'X' {tuple(x.shape[:-2])} and 'Y' {tuple(y.shape[:-2])} "
+            "do not broadcast"
+        ) from exc
+
+
+class _PairwiseExpression:
+    """What lazy and materialized expressions share: operands, shape, metadata."""
+
+    _op = "lazy"
+
+    def __init__(self, X, Y, metric, params, transposed=False):
+        _params.check_tensor(self._op, "X", X)
+        _params.check_tensor(self._op, "Y", Y, optional=True)
+        _params.check_metric(self._op, metric)
+        for name, t in (("X", X), ("Y", Y)):
+            if t is not None and t.dim() < 2:
+                raise ValueError(
+                    f"torchpair.{self._op}: {name!r} must have shape [..., rows, features], got {tuple(t.shape)}"
+                )
+        self.X, self.Y, self.metric = X, Y, metric
+        self.params = _params.normalize(self._op, params)
+        self.transposed = transposed
+        self._batch = _broadcast_batch(X, Y)
+
+    # -- metadata -----------------------------------------------------------------------
+    @property
+    def shape(self) -> torch.Size:
+        n = self.X.shape[-2]
+        m = (self.X if self.Y is None else self.Y).shape[-2]
+        return torch.Size((*self._batch, *((m, n) if self.transposed else (n, m))))
+
+    def size(self, dim: int | None = None):
+        return self.shape if dim is None else self.shape[dim]
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    def dim(self) -> int:
+        return self.ndim
+
+    @property
+    def device(self) -> torch.device:
+        return self.X.device
+
+    def _normalize_dim(self, dim: int, what: str) -> int:
+        if not isinstance(dim, int) or isinstance(dim, bool):
+            raise TypeError(f"torchpair.{what}: 'dim' must be an int or None, got {type(dim).__name__}")
+        nd = self.ndim
+        if not -nd <= dim < nd:
+            raise ValueError(f"torchpair.{what}: 'dim' {dim} is out of range for a {nd}-D expression")
+        d = dim % nd
+        if d < nd - 2:
+            raise ValueError(
+                f"torchpair.{what}: 'dim' must be one of the last two dimensions (-1 per row, -2 per column), "
+                f"got {dim}"
+            )
+        return d - nd
+
+    def __matmul__(self, V):
+        return self.matmul(V)
+
+    def __repr__(self) -> str:
+        params = "".join(f", {k}={v!r}" if not isinstance(v, torch.Tensor) else f", {k}=<tensor>" for k, v in
+                         self.params.items())
+        kind = type(self).__name__
+        return f"{kind}(shape={tuple(self.shape)}, metric={self.metric!r}{params}{', transposed' if self.transposed else ''})"
+
+
+class LazyPairwise(_PairwiseExpression):
+    """K = metric(X, Y) [..., N, M], never materialized. Consumers stream over tiles."""
+
+    _op = "lazy"
+
+    def __init__(self, X, Y, metric, params, transposed=False):
+        super().__init__(X, Y, metric, params, transposed)
+        if not torch.compiler.is_compiling():
+            self._validate()
+
+    def _validate(self) -> None:
+        # Run the operator's own validation (metric, parameters, dtypes, shapes) on meta
+        # tensors now, so a bad expression fails where it is built, not at first use.
+        def meta(t):
+            return None if t is None else torch.empty(t.shape, dtype=t.dtype, device="meta")
+
+        params = {k: meta(v) if isinstance(v, torch.Tensor) else v for k, v in self.params.items()}
+        torch.ops.torchpair.lazy_sum(meta(self.X), meta(self.Y), self.metric, -1, self.transposed, **params)
+
+    @property
+    def dtype(self) -> torch.dtype:
+        return self.X.dtype
+
+    @property
+    def T(self) -> "LazyPairwise":
+        e = object.__new__(LazyPairwise)
+        e.__dict__.update(self.__dict__)
+        e.transposed = not self.transposed
+        return e
+
+    def mT(self) -> "LazyPairwise":  # noqa: N802 - torch's name
+        return self.T
+
+    def matmul(self, V: torch.Tensor) -> torch.Tensor:
+        """K @ V: ``V [..., M, C]`` (or ``[M]``) -> ``[..., N, C]`` (or ``[..., N]``), streamed."""
+        _params.check_tensor("matmul", "V", V)
+        return torch.ops.torchpair.lazy_matmul(self.X, self.Y, V, self.metric, self.transposed, **self.params)
+
+    def sum(self, dim: int | None = None) -> torch.Tensor:
+        """Sum over ``dim`` (-1: per row ``[..., N]``; -2: per column ``[..., M]``; None: all)."""
+        d = None if dim is None else self._normalize_dim(dim, "sum")
+        return torch.ops.torchpair.lazy_sum(self.X, self.Y, self.metric, d, self.transposed, **self.params)
+
+    def to_dense(self) -> torch.Tensor:
+        """The materialized ``[..., N, M]`` tensor (this one does hold N x M)."""
+        k = torch.ops.torchpair.pairwise(self.X, self.Y, self.metric, **self.params)
+        return k.transpose(-1, -2) if self.transposed else k
+
+
+class DensePairwise(_PairwiseExpression):
+    """The materialized twin of :class:`LazyPairwise`: K is computed once, consumers use torch."""
+
+    _op = "pairwise_expression"
+
+    def __init__(self, X, Y, metric, params, transposed=False, dense=None):
+        super().__init__(X, Y, metric, params, transposed)
+        self._dense = dense if dense is not None else torch.ops.torchpair.pairwise(X, Y, metric, **self.params)
+
+    @property
+    def dtype(self) -> torch.dtype:
+        return self._dense.dtype
+
+    @property
+    def T(self) -> "DensePairwise":
+        return DensePairwise(self.X, self.Y, self.metric, self.params, not self.transposed, self._dense)
+
+    def to_dense(self) -> torch.Tensor:
+        return self._dense.transpose(-1, -2) if self.transposed else self._dense
+
+    def matmul(self, V: torch.Tensor) -> torch.Tensor:
+        _params.check_tensor("matmul", "V", V)
+        return torch.matmul(self.to_dense(), V)
+
+    def sum(self, dim: int | None = None) -> torch.Tensor:
+        k = self.to_dense()
+        return k.sum(dim=(-2, -1)) if dim is None else k.sum(self._normalize_dim(dim, "sum"))
+
+
+def lazy(X: torch.Tensor, Y: torch.Tensor | None = None, metric: str = "euclidean", **params) -> LazyPairwise:
+    """A lazy pairwise expression ``K = metric(X, Y)`` of shape ``[..., N, M]``.
+
+    Consumers (``K @ V``, ``K.sum(dim)``, ...) stream over tiles and never hold N x M; their
+    gradients stream too. ``Y=None`` compares X with itself.
+    """
+    return LazyPairwise(X, Y, metric, params)
+
+
+def pairwise_expression(X: torch.Tensor, Y: torch.Tensor | None = None, metric: str = "euclidean",
+                        lazy: bool = True, **params):
+    """The Python twin of C++ ``tp::pairwise_expression(X, Y, metric, lazy, options)``:
+    a :class:`LazyPairwise` (``lazy=True``) or a :class:`DensePairwise` with the same consumers."""
+    if not isinstance(lazy, bool):
+        raise TypeError(f"torchpair.pairwise_expression: 'lazy' must be a bool, got {type(lazy).__name__}")
+    return LazyPairwise(X, Y, metric, params) if lazy else DensePairwise(X, Y, metric, params)
