@@ -52,6 +52,22 @@ def test_generic_path(case, force_generic):
         assert gradcheck(lambda a, b: tp.pairwise(a, b, case.metric, **case.params), (x, y))
 
 
+@pytest.mark.parametrize("case", DIFFERENTIABLE_CASES, ids=IDS)
+def test_two_sweep_backward(case, monkeypatch):
+    """With no room for per-thread column buffers the backward sweeps twice (the second over
+    the flipped operator): same gradients."""
+    monkeypatch.setenv("TORCHPAIR_BACKWARD_BUFFER_BYTES", "0")
+    for d in (case.dims[0], case.dims[-1]):
+        x, y, v = inputs(case, d, (2,))
+        K = lambda a, b: tp.lazy(a, b, case.metric, **case.params)  # noqa: E731
+        assert gradcheck(lambda a, b, c: K(a, b) @ c, (x, y, v))
+        assert gradcheck(lambda a, b, c: K(a, b).T @ c[:, :6], (x, y, v))
+        assert gradcheck(lambda a, c: K(a, None) @ c[:, :6], (x, v))
+        assert gradcheck(lambda a, b: K(a, b).sum(-2), (x, y))
+        assert gradcheck(lambda a, b: tp.pairwise(a, b, case.metric, **case.params), (x, y))
+        assert gradcheck(lambda b, c: K(x.detach(), b) @ c, (y, v))  # dV without dX
+
+
 @pytest.mark.parametrize("d", [3, 40])
 def test_euclidean_gradient_is_zero_at_zero_distance(d):
     x = torch.randn(5, d, dtype=torch.float64)

@@ -16,6 +16,14 @@
 #include "metrics/elementwise.h"
 #include "metrics/inner_product.h"
 
+
+
+
+
+
+
+#define TP_IP_ROWS 256
+#define TP_IP_COLS 512
 namespace tp::cpu {
 inline namespace CPU_CAPABILITY {
 
@@ -29,13 +37,22 @@ using Vec = at::vec::Vectorized<T>;
 
 inline int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
 
-// Per-thread scratch buffers, grown on demand. Slots keep simultaneous users apart.
+// Per-thread scratch buffers, grown on demand. Slots keep simultaneous users apart:
+// consumers use 0-1, tile producers 2-3.
 template <typename T>
 T* scratch(int slot, int64_t size) {
-  thread_local std::vector<T> buffers[4];
+  thread_local std::vector<T> buffers[6];
   auto& b = buffers[slot];
   if (int64_t(b.size()) < size) b.resize(size);
   return b.data();
+}
+
+// n vectors of per-thread scratch, aligned for Vectorized<T>.
+template <typename T>
+Vec<T>* aligned_vectors_impl(int slot, int64_t n) {
+  constexpr int64_t L = Vec<T>::size();
+  T* raw = scratch<T>(slot, (n + 1) * L);
+  return reinterpret_cast<Vec<T>*>(round_up(reinterpret_cast<uintptr_t>(raw), alignof(Vec<T>)));
 }
 
 template <typename T>
@@ -53,11 +70,15 @@ inline T hsum(const Vec<T>& v) {
 }
 
 // ------------------------------------------------------------------------------------
+// The column operand is packed in chunks of W = CB * L columns, each chunk [d][W]
+// contiguous: the micro-kernel streams one chunk per register block (the packed-B layout of
+// a GEMM), so consecutive features are adjacent in memory and never fight over L1 sets.
 template <typename T, typename M>
 class ElementwiseSource final : public TileSource<T> {
   using V = Vec<T>;
   static constexpr int64_t L = V::size();
   static constexpr int CB = M::kAcc == 1 ? 2 : 1;  // column vectors per register block
+  static constexpr int64_t W = CB * L;             // columns per packed chunk
   static constexpr int RB = 4;                     // rows per register block
   static constexpr int kCtxSize = M::kCtx > 0 ? M::kCtx : 1;
 
@@ -71,45 +92,68 @@ class ElementwiseSource final : public TileSource<T> {
     rowp_ = flipped_ ? ops.y : ops.x;
     const T* colp = flipped_ ? ops.x : ops.y;
     const int64_t d = ops.d;
-    // Panel width: a packed tile (d x P) stays within ~256 KiB of L2.
-    int64_t p = (256 * 1024) / std::max<int64_t>(1, d * int64_t(sizeof(T)));
-    p = std::clamp<int64_t>(p / (CB * L) * (CB * L), CB * L, 512);
-    this->col_block_ = p;
+    // Tile width: a tile's packed columns (d x width) stay within ~256 KiB of L2.
+    int64_t width = (256 * 1024) / std::max<int64_t>(1, d * int64_t(sizeof(T)));
+    this->col_block_ = std::clamp<int64_t>(width / W * W, W, 512);
     this->row_block_ = 64;
     const int64_t cols = this->cols_;
-    const int64_t npanels = (cols + p - 1) / p;
-    panels_.assign(size_t(npanels * std::max<int64_t>(d, 1) * p), T(0));
-    T* dst = panels_.data();
-    at::parallel_for(0, npanels, 1, [&](int64_t p0, int64_t p1) {
-      for (int64_t pi = p0; pi < p1; ++pi) {
-        const int64_t c_begin = pi * p, c_end = std::min(cols, c_begin + p);
-        T* panel = dst + pi * d * p;
-        for (int64_t c = c_begin; c < c_end; ++c)
-          for (int64_t k = 0; k < d; ++k) panel[k * p + (c - c_begin)] = colp[c * d + k];
+    const int64_t chunks = (cols + W - 1) / W;
+    packed_.assign(size_t(chunks * std::max<int64_t>(d, 1) * W), T(0));
+    T* dst = packed_.data();
+    at::parallel_for(0, chunks, 16, [&](int64_t q0, int64_t q1) {
+      for (int64_t q = q0; q < q1; ++q) {
+        T* chunk = dst + q * d * W;
+        const int64_t c_end = std::min(cols, (q + 1) * W);
+        for (int64_t c = q * W; c < c_end; ++c)
+          for (int64_t k = 0; k < d; ++k) chunk[k * W + (c - q * W)] = colp[c * d + k];
       }
     });
   }
 
   void produce(int64_t r0, int64_t nr, int64_t c0, int64_t nc, T* out, int64_t ldo) const override {
-    const int64_t p = this->col_block_;
-    const T* panel = panels_.data() + (c0 / p) * this->dim_ * p;
-    const int64_t ncv = round_up(nc, CB * L);
-    int64_t r = 0;
-    for (; r + RB <= nr; r += RB) block<RB>(r0 + r, panel, ncv, out + r * ldo, ldo);
-    for (; r < nr; ++r) block<1>(r0 + r, panel, ncv, out + r * ldo, ldo);
+    if (flipped_)
+      produce_impl<true>(r0, nr, c0, nc, out, ldo);
+    else
+      produce_impl<false>(r0, nr, c0, nc, out, ldo);
   }
 
-  void vjp_rows(int64_t r0, int64_t nr, int64_t c0, int64_t nc, const T* gup, int64_t ldg, T* drow, T*,
-                T* values, int64_t ldv) const override {
-    const int64_t p = this->col_block_, d = this->dim_;
-    const T* panel = panels_.data() + (c0 / p) * d * p;
-    V* gbuf = reinterpret_cast<V*>(scratch<T>(3, (d + 1) * L + L));
-    gbuf = reinterpret_cast<V*>(round_up(reinterpret_cast<uintptr_t>(gbuf), alignof(V)));
+  void vjp(int64_t r0, int64_t nr, int64_t c0, int64_t nc, const T* gup, int64_t ldg, T* drow, T*, T* dcol, T*,
+           T* values, int64_t ldv) const override {
+    if (flipped_)
+      vjp_impl<true>(r0, nr, c0, nc, gup, ldg, drow, dcol, values, ldv);
+    else
+      vjp_impl<false>(r0, nr, c0, nc, gup, ldg, drow, dcol, values, ldv);
+  }
+
+ private:
+  const T* chunk(int64_t c) const { return packed_.data() + (c / W) * this->dim_ * W; }
+
+  template <bool Flipped>
+  void produce_impl(int64_t r0, int64_t nr, int64_t c0, int64_t nc, T* out, int64_t ldo) const {
+    int64_t r = 0;
+    for (; r + RB <= nr; r += RB) block<RB, Flipped>(r0 + r, c0, nc, out + r * ldo, ldo);
+    for (; r < nr; ++r) block<1, Flipped>(r0 + r, c0, nc, out + r * ldo, ldo);
+  }
+
+  // One sweep per (row, column vector): recompute the accumulators, then for each feature
+  // the derivative with respect to the row value (summed over columns, horizontally at the
+  // end) and to the column value (kept per column in a transposed buffer).
+  template <bool Flipped>
+  void vjp_impl(int64_t r0, int64_t nr, int64_t c0, int64_t nc, const T* gup, int64_t ldg, T* drow, T* dcol,
+                T* values, int64_t ldv) const {
+    const int64_t d = this->dim_;
+    const int64_t ncp = round_up(std::max<int64_t>(nc, 1), L);
+    V* gbuf = aligned_vectors_impl<T>(3, d + 1);
+    T* cbuf = dcol ? scratch<T>(2, d * ncp) : nullptr;  // [d][ncp]
+    if (cbuf) std::fill(cbuf, cbuf + d * ncp, T(0));
     for (int64_t r = 0; r < nr; ++r) {
       const T* xr = rowp_ + (r0 + r) * d;
-      for (int64_t k = 0; k < d; ++k) gbuf[k] = V(T(0));
+      if (drow)
+        for (int64_t k = 0; k < d; ++k) gbuf[k] = V(T(0));
       for (int64_t c = 0; c < nc; c += L) {
         const int64_t count = std::min<int64_t>(L, nc - c);
+        const bool full = count == L;
+        const T* yc = chunk(c0 + c) + (c % W);  // this vector's lane 0 at feature 0
         const V valid = lane_mask<T>(count);
         const V w = V::loadu(gup + r * ldg + c, count);
         V acc[M::kAcc];
@@ -117,7 +161,7 @@ class ElementwiseSource final : public TileSource<T> {
         for (int a = 0; a < M::kAcc; ++a) acc[a] = V(T(0));
         for (int64_t k = 0; k < d; ++k) {
           V t[M::kAcc];
-          eval_term(xr[k], V::loadu(panel + k * p + c), t);
+          term<Flipped>(V(xr[k]), V::loadu(yc + k * W), t);
           accumulate(acc, t, ties);
         }
         const V val = M::finalize(acc, s_);
@@ -126,29 +170,41 @@ class ElementwiseSource final : public TileSource<T> {
         M::grad_context(acc, val, ctx, s_);
         const V inv_ties = V(T(1)) / ties;
         for (int64_t k = 0; k < d; ++k) {
-          const V yv = V::loadu(panel + k * p + c);
+          const V yv = V::loadu(yc + k * W);
           const V xb(xr[k]);
-          V g = flipped_ ? M::dy(yv, xb, ctx, s_) : M::dx(xb, yv, ctx, s_);
+          V wk = w;
           if constexpr (M::kMax) {
             V t[M::kAcc];
-            eval_term(xr[k], yv, t);
-            g = g * V::blendv(V(T(0)), inv_ties, t[0] == acc[0]);
+            term<Flipped>(xb, yv, t);
+            wk = w * V::blendv(V(T(0)), inv_ties, t[0] == acc[0]);
           }
-          gbuf[k] = gbuf[k] + V::blendv(V(T(0)), w * g, valid);
+          // rows are x (y when flipped); the derivative with respect to each side
+          if (drow) {
+            V g = wk * (Flipped ? M::dy(yv, xb, ctx, s_) : M::dx(xb, yv, ctx, s_));
+            gbuf[k] = gbuf[k] + (full ? g : V::blendv(V(T(0)), g, valid));
+          }
+          if (cbuf) {
+            V h = wk * (Flipped ? M::dx(yv, xb, ctx, s_) : M::dy(xb, yv, ctx, s_));
+            T* slot = cbuf + k * ncp + c;
+            (V::loadu(slot) + (full ? h : V::blendv(V(T(0)), h, valid))).store(slot);
+          }
         }
       }
-      for (int64_t k = 0; k < d; ++k) drow[r * d + k] += hsum(gbuf[k]);
+      if (drow)
+        for (int64_t k = 0; k < d; ++k) drow[r * d + k] += hsum(gbuf[k]);
     }
+    if (dcol)
+      for (int64_t c = 0; c < nc; ++c)
+        for (int64_t k = 0; k < d; ++k) dcol[c * d + k] += cbuf[k * ncp + c];
   }
 
- private:
-  // term(x, y) with x from the column vector when flipped (rows are y then).
-  inline void eval_term(T row_value, const V& col, V* t) const {
-    const V xb(row_value);
-    if (flipped_)
-      M::term(col, xb, t, s_);
+  // term(x, y) with x the column vector when flipped (rows are y then).
+  template <bool Flipped>
+  inline void term(const V& row, const V& col, V* t) const {
+    if constexpr (Flipped)
+      M::term(col, row, t, s_);
     else
-      M::term(xb, col, t, s_);
+      M::term(row, col, t, s_);
   }
 
   static inline void accumulate(V* acc, const V* t, V& ties) {
@@ -161,12 +217,13 @@ class ElementwiseSource final : public TileSource<T> {
     }
   }
 
-  template <int R>
-  inline void block(int64_t row, const T* panel, int64_t ncv, T* out, int64_t ldo) const {
-    const int64_t p = this->col_block_, d = this->dim_;
+  template <int R, bool Flipped>
+  inline void block(int64_t row, int64_t c0, int64_t nc, T* out, int64_t ldo) const {
+    const int64_t d = this->dim_;
     const T* xr[R];
     for (int i = 0; i < R; ++i) xr[i] = rowp_ + (row + i) * d;
-    for (int64_t c = 0; c < ncv; c += CB * L) {
+    for (int64_t c = 0; c < nc; c += W) {
+      const T* yc = chunk(c0 + c);
       V acc[R][CB][M::kAcc];
       V ties[R][CB];
       for (int i = 0; i < R; ++i)
@@ -176,11 +233,12 @@ class ElementwiseSource final : public TileSource<T> {
         }
       for (int64_t k = 0; k < d; ++k) {
         V yv[CB];
-        for (int j = 0; j < CB; ++j) yv[j] = V::loadu(panel + k * p + c + j * L);
+        for (int j = 0; j < CB; ++j) yv[j] = V::loadu(yc + k * W + j * L);
         for (int i = 0; i < R; ++i) {
+          const V xb(xr[i][k]);
           for (int j = 0; j < CB; ++j) {
             V t[M::kAcc];
-            eval_term(xr[i][k], yv[j], t);
+            term<Flipped>(xb, yv[j], t);
             accumulate(acc[i][j], t, ties[i][j]);
           }
         }
@@ -191,7 +249,7 @@ class ElementwiseSource final : public TileSource<T> {
   }
 
   const T* rowp_ = nullptr;
-  std::vector<T> panels_;
+  std::vector<T> packed_;
   std::vector<double> scalars_;
   Scalars s_;
   bool flipped_ = false;
@@ -202,6 +260,8 @@ template <typename T, typename M>
 class InnerProductSource final : public TileSource<T> {
   using V = Vec<T>;
   static constexpr int64_t L = V::size();
+  // Large tiles: BLAS calls on small blocks waste most of their time in packing and setup.
+  static constexpr int64_t kRowBlock = TP_IP_ROWS, kColBlock = TP_IP_COLS;
 
  public:
   InnerProductSource(const SourceSpec& spec, const Operands<T>& ops)
@@ -214,9 +274,11 @@ class InnerProductSource final : public TileSource<T> {
     colp_ = flipped_ ? ops.x : ops.y;
     rside_ = flipped_ ? ops.b : ops.a;
     cside_ = flipped_ ? ops.a : ops.b;
-    this->col_block_ = 256;
-    this->row_block_ = 64;
+    this->col_block_ = kColBlock;
+    this->row_block_ = kRowBlock;
   }
+
+  bool writes_exact_columns() const override { return true; }
 
   void produce(int64_t r0, int64_t nr, int64_t c0, int64_t nc, T* out, int64_t ldo) const override {
     const int64_t d = this->dim_;
@@ -237,25 +299,28 @@ class InnerProductSource final : public TileSource<T> {
     }
   }
 
-  void vjp_rows(int64_t r0, int64_t nr, int64_t c0, int64_t nc, const T* gup, int64_t ldg, T* drow, T* dside,
-                T* values, int64_t ldv) const override {
+  // Recompute G by GEMM, turn it in place into H = gup * df/dg, then
+  // drow += H cols (GEMM), dcol += H^T rows (GEMM); side features from row/column sums.
+  void vjp(int64_t r0, int64_t nr, int64_t c0, int64_t nc, const T* gup, int64_t ldg, T* drow, T* rside, T* dcol,
+           T* cside, T* values, int64_t ldv) const override {
     const int64_t d = this->dim_;
     const int64_t ldt = round_up(std::max<int64_t>(nc, 1), L);
     T* G = scratch<T>(2, nr * ldt);
+    T* csum = cside ? scratch<T>(3, ldt) : nullptr;
+    if (csum) std::fill(csum, csum + ldt, T(0));
     engine::gemm_nt<T>(nr, nc, d, T(1), rowp_ + r0 * d, d, colp_ + c0 * d, d, T(0), G, ldt);
     for (int64_t r = 0; r < nr; ++r) {
       T* gr = G + r * ldt;  // becomes H = gup * df/dg in place
-      const T a_s = rside_ ? rside_[r0 + r] : T(0);
-      const V a(a_s);
-      V side_acc(T(0));
+      const V a(rside_ ? rside_[r0 + r] : T(0));
+      V rsum(T(0));
       for (int64_t c = 0; c < nc; c += L) {
         const int64_t count = std::min<int64_t>(L, nc - c);
         const V valid = lane_mask<T>(count);
         const V g = V::loadu(gr + c, count);
         const V b = cside_ ? V::loadu(cside_ + c0 + c, count) : V(T(0));
         const V w = V::loadu(gup + r * ldg + c, count);
-        V val, fg, frow;
-        derivatives(g, a, b, val, fg, frow);
+        V val, fg, frow, fcol;
+        derivatives(g, a, b, val, fg, frow, fcol);
         if constexpr (M::kDistanceBased) {
           const int64_t diag = r0 + r - c0 - c;
           if (symmetric_ && diag >= 0 && diag < count) {
@@ -264,15 +329,20 @@ class InnerProductSource final : public TileSource<T> {
             val = V::blendv(val, V(M::h(T(0), s_)), on_diag);
             fg = V::blendv(fg, V(T(0)), on_diag);
             frow = V::blendv(frow, V(T(0)), on_diag);
+            fcol = V::blendv(fcol, V(T(0)), on_diag);
           }
         }
         if (values) val.store(values + r * ldv + c, count);
         V::blendv(V(T(0)), w * fg, valid).store(gr + c, count);
-        side_acc = side_acc + V::blendv(V(T(0)), w * frow, valid);
+        rsum = rsum + V::blendv(V(T(0)), w * frow, valid);
+        if (csum) (V::loadu(csum + c) + V::blendv(V(T(0)), w * fcol, valid)).store(csum + c);
       }
-      if (dside) dside[r] += hsum(side_acc);
+      if (rside) rside[r] += hsum(rsum);
     }
-    engine::gemm_nn<T>(nr, d, nc, T(1), G, ldt, colp_ + c0 * d, d, T(1), drow, d);
+    if (drow) engine::gemm_nn<T>(nr, d, nc, T(1), G, ldt, colp_ + c0 * d, d, T(1), drow, d);
+    if (dcol) engine::gemm_tn<T>(nc, d, nr, T(1), G, ldt, rowp_ + r0 * d, d, T(1), dcol, d);
+    if (csum)
+      for (int64_t c = 0; c < nc; ++c) cside[c] += csum[c];
   }
 
  private:
@@ -284,8 +354,8 @@ class InnerProductSource final : public TileSource<T> {
     }
   }
 
-  // value, d value / d g, and d value / d (row side feature)
-  inline void derivatives(const V& g, const V& a, const V& b, V& val, V& fg, V& frow) const {
+  // value, d value / d g, and d value / d (row side feature), d value / d (column side)
+  inline void derivatives(const V& g, const V& a, const V& b, V& val, V& fg, V& frow, V& fcol) const {
     if constexpr (M::kDistanceBased) {
       const V raw = a + b - g - g;
       const V zero(T(0));
@@ -298,17 +368,14 @@ class InnerProductSource final : public TileSource<T> {
       dh = V::blendv(dh, zero, raw <= floor);
       fg = dh * V(T(-2));
       frow = dh;
+      fcol = dh;
+    } else if (flipped_) {
+      // rows are y (side b of the kernel), columns are x (side a)
+      val = M::value(g, b, a, s_);
+      M::grad(g, b, a, val, fg, fcol, frow, s_);
     } else {
-      V fa, fb;
-      if (flipped_) {
-        val = M::value(g, b, a, s_);
-        M::grad(g, b, a, val, fg, fb, fa, s_);
-        frow = fa;  // row side feature is b (the y side)
-      } else {
-        val = M::value(g, a, b, s_);
-        M::grad(g, a, b, val, fg, fa, fb, s_);
-        frow = fa;
-      }
+      val = M::value(g, a, b, s_);
+      M::grad(g, a, b, val, fg, frow, fcol, s_);
     }
   }
 

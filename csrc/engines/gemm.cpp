@@ -5,6 +5,10 @@
 
 #include <limits>
 
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
+
 // Fortran BLAS entry points exported by libtorch_cpu (MKL). Weak, so a libtorch without
 // them still loads and the at::mm fallback is used.
 extern "C" {
@@ -98,6 +102,19 @@ void gemm_tn(int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t lda, 
   if (k == 0) return zero_or_scale(m, n, beta, c, ldc);
   if (blas_gemm<T>('N', 'T', n, m, k, alpha, b, ldb, a, lda, beta, c, ldc)) return;
   aten_gemm<T>(true, false, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+
+void advise_huge_pages(void* data, size_t bytes) {
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+  constexpr uintptr_t kHuge = uintptr_t(2) << 20;
+  if (bytes < 2 * kHuge) return;
+  const uintptr_t begin = (reinterpret_cast<uintptr_t>(data) + kHuge - 1) & ~(kHuge - 1);
+  const uintptr_t end = (reinterpret_cast<uintptr_t>(data) + bytes) & ~(kHuge - 1);
+  if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);
+#else
+  (void)data;
+  (void)bytes;
+#endif
 }
 
 #define TP_INSTANTIATE(T)                                                                                   \

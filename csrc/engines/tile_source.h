@@ -3,10 +3,10 @@
 //
 // A TileSource is one [rows x cols] operator K (or K^T when flipped) over one batch element:
 //   produce()  writes the values of a [nr x nc] block,
-//   vjp_rows() accumulates, for a block and an upstream gradient dL/dK on it, the gradient
-//              with respect to the *row* operand (and its per-row side feature).
-// The gradient with respect to the column operand is vjp_rows() of the flipped source, so
-// a backward pass is two streamed sweeps that recompute tiles; nothing N x M is kept.
+//   vjp()      accumulates, for a block and an upstream gradient dL/dK on it, the gradients
+//              with respect to the row operand and/or the column operand (and their per-row
+//              side features), recomputing the block's values once for both.
+// A backward pass is a streamed sweep that recomputes tiles; nothing N x M is kept.
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -39,20 +39,24 @@ class TileSource {
   int64_t rows() const { return rows_; }
   int64_t cols() const { return cols_; }
   int64_t dim() const { return dim_; }
-  // Column blocks handed to produce()/vjp_rows() must start at a multiple of col_block()
+  // Column blocks handed to produce()/vjp() must start at a multiple of col_block()
   // and span at most col_block() columns.
   int64_t col_block() const { return col_block_; }
   int64_t row_block() const { return row_block_; }
+  // produce() writes exactly columns [0, nc) of each row (so it may write into a larger
+  // matrix in place); otherwise it may also write scratch values up to col_block().
+  virtual bool writes_exact_columns() const { return false; }
 
   // out[r * ldo + c], r < nr, c < nc: K(r0 + r, c0 + c). Columns c in [nc, ldo) may be
   // overwritten with scratch values.
   virtual void produce(int64_t r0, int64_t nr, int64_t c0, int64_t nc, T* out, int64_t ldo) const = 0;
 
-  // drow[r * dim + k] += sum_c gup[r * ldg + c] * dK(r0 + r, c0 + c) / d row(r0 + r)_k
-  // dside[r]          += sum_c gup[r * ldg + c] * dK / d side(r0 + r)     (if dside != null)
-  // values[r * ldv + c] = K(r0 + r, c0 + c)                              (if values != null)
-  virtual void vjp_rows(int64_t r0, int64_t nr, int64_t c0, int64_t nc, const T* gup, int64_t ldg,
-                        T* drow, T* dside, T* values, int64_t ldv) const = 0;
+  // With g = gup[r * ldg + c] = dL/dK(r0 + r, c0 + c), accumulates (each output optional):
+  //   drow[r * dim + k] += sum_c g * dK / d row(r0 + r)_k      rside[r] += sum_c g * dK / d side_r
+  //   dcol[c * dim + k] += sum_r g * dK / d col(c0 + c)_k      cside[c] += sum_r g * dK / d side_c
+  //   values[r * ldv + c] = K(r0 + r, c0 + c)
+  virtual void vjp(int64_t r0, int64_t nr, int64_t c0, int64_t nc, const T* gup, int64_t ldg, T* drow, T* rside,
+                   T* dcol, T* cside, T* values, int64_t ldv) const = 0;
 
  protected:
   int64_t rows_ = 0, cols_ = 0, dim_ = 0, col_block_ = 256, row_block_ = 64;
