@@ -1,6 +1,7 @@
 #include "engines/gemm.h"
 
 #include <ATen/ATen.h>
+#include <ATen/Parallel.h>
 #include <c10/util/Exception.h>
 
 #include <limits>
@@ -18,6 +19,8 @@ void sgemm_(const char* ta, const char* tb, const int* m, const int* n, const in
 void dgemm_(const char* ta, const char* tb, const int* m, const int* n, const int* k, const double* alpha,
             const double* a, const int* lda, const double* b, const int* ldb, const double* beta, double* c,
             const int* ldc) __attribute__((weak));
+// MKL's per-thread thread count (returns the previous value).
+int MKL_Set_Num_Threads_Local(int n) __attribute__((weak));  // mkl_service.h: mkl_set_num_threads_local
 }
 
 namespace tp::engine {
@@ -38,13 +41,25 @@ bool blas_gemm(char ta, char tb, int64_t m, int64_t n, int64_t k, T alpha, const
                int64_t ldb, T beta, T* c, int64_t ldc) {
   if (!(fits_int(m) && fits_int(n) && fits_int(k) && fits_int(lda) && fits_int(ldb) && fits_int(ldc))) return false;
   int im = int(m), in = int(n), ik = int(k), ilda = int(lda), ildb = int(ldb), ildc = int(ldc);
+  // Tile GEMMs run inside our own parallel region: keep MKL on the calling thread, or each
+  // of our threads would start a team of its own and oversubscribe the cores. The
+  // thread's previous setting is restored, so later user calls are unaffected.
+  const bool pin = MKL_Set_Num_Threads_Local && at::in_parallel_region();
+  const int previous = pin ? MKL_Set_Num_Threads_Local(1) : 0;
   if constexpr (std::is_same_v<T, float>) {
-    if (!sgemm_) return false;
+    if (!sgemm_) {
+      if (pin) MKL_Set_Num_Threads_Local(previous);
+      return false;
+    }
     sgemm_(&ta, &tb, &im, &in, &ik, &alpha, a, &ilda, b, &ildb, &beta, c, &ildc);
   } else {
-    if (!dgemm_) return false;
+    if (!dgemm_) {
+      if (pin) MKL_Set_Num_Threads_Local(previous);
+      return false;
+    }
     dgemm_(&ta, &tb, &im, &in, &ik, &alpha, a, &ilda, b, &ildb, &beta, c, &ildc);
   }
+  if (pin) MKL_Set_Num_Threads_Local(previous);
   return true;
 }
 
