@@ -93,7 +93,7 @@ def _core_args(kernel, scalars, d, dtype, with_sides, transpose=False, symmetric
     if v_cols is not None:
         cols = x.shape[1] if transpose else y.shape[1]
         args.append(torch.randn(2, cols, v_cols, dtype=dtype, generator=g, requires_grad=True))
-    return tuple(args + [kernel, list(scalars), symmetric, transpose])
+    return tuple(args + [kernel, list(scalars), symmetric, transpose, None])
 
 
 def _public_args(dtype, with_y=True, v=False, dim=False):

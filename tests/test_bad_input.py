@@ -62,6 +62,8 @@ CASES = [
                                                         "euclidean_direct", [], False, False), ValueError, r"'v' must have shape"),
     ("core-int", lambda: torch.ops.torchpair._row_sum(x[None].int(), y[None].int(), None, None, "euclidean_direct", [],
                                                      False, False), TypeError, r"'x' must be float32 or float64"),
+    ("core-dtype", lambda: torch.ops.torchpair._dense(x[None], y[None], None, None, "euclidean_direct", [], False, False,
+                                                     torch.float64), ValueError, r"'dtype' must be None or"),
     ("core-symmetric-shapes", lambda: torch.ops.torchpair._dense(x[None], y[None], None, None, "euclidean_direct", [],
                                                                 True, False), ValueError, r"'symmetric'"),
 ]

@@ -13,46 +13,51 @@ def _rows_cols(x, y, transpose):
     return (m, n) if transpose else (n, m)
 
 
-def _like_or_empty(t, x):
-    return torch.empty_like(t) if t is not None else x.new_empty((0,))
+def _value_dtype(x, dtype):
+    """Tile values (and results) have `dtype`, or x's dtype when it is None."""
+    return x.dtype if dtype is None else dtype
+
+
+def _grads(x, y, a, b, dtype):
+    """Gradients w.r.t. (x, y, a, b) in the value dtype; absent side features: empty."""
+    vd = _value_dtype(x, dtype)
+
+    def like(t):
+        return x.new_empty((0,), dtype=vd) if t is None else t.new_empty(t.shape, dtype=vd)
+
+    return like(x), like(y), like(a), like(b)
 
 
 @torch.library.register_fake("torchpair::_dense")
-def _dense_fake(x, y, a, b, kernel, scalars, symmetric, transpose):
+def _dense_fake(x, y, a, b, kernel, scalars, symmetric, transpose, dtype=None):
     torch._check(x.dim() == 3 and y.dim() == 3, lambda: "torchpair._dense: x and y must be 3-D")
     rows, cols = _rows_cols(x, y, transpose)
-    return x.new_empty((x.shape[0], rows, cols))
+    return x.new_empty((x.shape[0], rows, cols), dtype=_value_dtype(x, dtype))
 
 
 @torch.library.register_fake("torchpair::_dense_backward")
-def _dense_backward_fake(grad, x, y, a, b, kernel, scalars, symmetric, transpose, output_mask):
-    return torch.empty_like(x), torch.empty_like(y), _like_or_empty(a, x), _like_or_empty(b, x)
+def _dense_backward_fake(grad, x, y, a, b, kernel, scalars, symmetric, transpose, dtype, output_mask):
+    return _grads(x, y, a, b, dtype)
 
 
 @torch.library.register_fake("torchpair::_matmul")
-def _matmul_fake(x, y, a, b, v, kernel, scalars, symmetric, transpose):
+def _matmul_fake(x, y, a, b, v, kernel, scalars, symmetric, transpose, dtype=None):
     torch._check(v.dim() == 3, lambda: "torchpair._matmul: v must be 3-D")
     rows, _ = _rows_cols(x, y, transpose)
-    return x.new_empty((x.shape[0], rows, v.shape[2]))
+    return x.new_empty((x.shape[0], rows, v.shape[2]), dtype=_value_dtype(x, dtype))
 
 
 @torch.library.register_fake("torchpair::_matmul_backward")
-def _matmul_backward_fake(grad, x, y, a, b, v, kernel, scalars, symmetric, transpose, output_mask):
-    return (
-        torch.empty_like(x),
-        torch.empty_like(y),
-        _like_or_empty(a, x),
-        _like_or_empty(b, x),
-        torch.empty_like(v),
-    )
+def _matmul_backward_fake(grad, x, y, a, b, v, kernel, scalars, symmetric, transpose, dtype, output_mask):
+    return (*_grads(x, y, a, b, dtype), torch.empty_like(v))
 
 
 @torch.library.register_fake("torchpair::_row_sum")
-def _row_sum_fake(x, y, a, b, kernel, scalars, symmetric, transpose):
+def _row_sum_fake(x, y, a, b, kernel, scalars, symmetric, transpose, dtype=None):
     rows, _ = _rows_cols(x, y, transpose)
-    return x.new_empty((x.shape[0], rows))
+    return x.new_empty((x.shape[0], rows), dtype=_value_dtype(x, dtype))
 
 
 @torch.library.register_fake("torchpair::_row_sum_backward")
-def _row_sum_backward_fake(grad, x, y, a, b, kernel, scalars, symmetric, transpose, output_mask):
-    return torch.empty_like(x), torch.empty_like(y), _like_or_empty(a, x), _like_or_empty(b, x)
+def _row_sum_backward_fake(grad, x, y, a, b, kernel, scalars, symmetric, transpose, dtype, output_mask):
+    return _grads(x, y, a, b, dtype)

@@ -83,14 +83,14 @@ class ElementwiseSource final : public TileSource<T> {
   static constexpr int kCtxSize = M::kCtx > 0 ? M::kCtx : 1;
 
  public:
-  ElementwiseSource(const SourceSpec& spec, const Operands<T>& ops)
+  ElementwiseSource(const SourceSpec& spec, const Operands& ops)
       : scalars_(spec.scalars), flipped_(spec.flipped) {
     s_ = Scalars{scalars_.data(), int64_t(scalars_.size())};
     this->rows_ = flipped_ ? ops.m : ops.n;
     this->cols_ = flipped_ ? ops.n : ops.m;
     this->dim_ = ops.d;
-    rowp_ = flipped_ ? ops.y : ops.x;
-    const T* colp = flipped_ ? ops.x : ops.y;
+    rowp_ = Operands::as<T>(flipped_ ? ops.y : ops.x);
+    const T* colp = Operands::as<T>(flipped_ ? ops.x : ops.y);
     const int64_t d = ops.d;
     // Tile width: a tile's packed columns (d x width) stay within ~256 KiB of L2.
     int64_t width = (256 * 1024) / std::max<int64_t>(1, d * int64_t(sizeof(T)));
@@ -264,16 +264,16 @@ class InnerProductSource final : public TileSource<T> {
   static constexpr int64_t kRowBlock = TP_IP_ROWS, kColBlock = TP_IP_COLS;
 
  public:
-  InnerProductSource(const SourceSpec& spec, const Operands<T>& ops)
+  InnerProductSource(const SourceSpec& spec, const Operands& ops)
       : scalars_(spec.scalars), flipped_(spec.flipped), symmetric_(spec.symmetric) {
     s_ = Scalars{scalars_.data(), int64_t(scalars_.size())};
     this->rows_ = flipped_ ? ops.m : ops.n;
     this->cols_ = flipped_ ? ops.n : ops.m;
     this->dim_ = ops.d;
-    rowp_ = flipped_ ? ops.y : ops.x;
-    colp_ = flipped_ ? ops.x : ops.y;
-    rside_ = flipped_ ? ops.b : ops.a;
-    cside_ = flipped_ ? ops.a : ops.b;
+    rowp_ = Operands::as<T>(flipped_ ? ops.y : ops.x);
+    colp_ = Operands::as<T>(flipped_ ? ops.x : ops.y);
+    rside_ = Operands::as<T>(flipped_ ? ops.b : ops.a);
+    cside_ = Operands::as<T>(flipped_ ? ops.a : ops.b);
     this->col_block_ = kColBlock;
     this->row_block_ = kRowBlock;
   }
@@ -386,7 +386,7 @@ class InnerProductSource final : public TileSource<T> {
 };
 
 template <typename T>
-engine::SourcePtr<T> make_source(const SourceSpec& spec, const Operands<T>& ops);
+engine::SourcePtr<T> make_source(const SourceSpec& spec, const Operands& ops);
 
 }  // namespace CPU_CAPABILITY
 }  // namespace tp::cpu

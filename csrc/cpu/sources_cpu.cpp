@@ -6,8 +6,9 @@ namespace tp::cpu {
 inline namespace CPU_CAPABILITY {
 
 template <typename T>
-engine::SourcePtr<T> make_source(const SourceSpec& spec, const Operands<T>& ops) {
+engine::SourcePtr<T> make_source(const SourceSpec& spec, const Operands& ops) {
   using engine::KernelId;
+  // Kernels over non-floating operands (bit-packed words, tokens) add their factories here.
   switch (spec.kernel) {
 #define TP_ELEMENTWISE(id, def) \
   case KernelId::id:            \
@@ -25,8 +26,8 @@ engine::SourcePtr<T> make_source(const SourceSpec& spec, const Operands<T>& ops)
   TORCH_CHECK(false, "torchpair: no CPU tile producer for kernel ", engine::kernel_name(spec.kernel));
 }
 
-template engine::SourcePtr<float> make_source<float>(const SourceSpec&, const Operands<float>&);
-template engine::SourcePtr<double> make_source<double>(const SourceSpec&, const Operands<double>&);
+template engine::SourcePtr<float> make_source<float>(const SourceSpec&, const Operands&);
+template engine::SourcePtr<double> make_source<double>(const SourceSpec&, const Operands&);
 
 }  // namespace CPU_CAPABILITY
 }  // namespace tp::cpu

@@ -30,5 +30,9 @@ KernelId kernel_from_name(const std::string& kernel) {
 const char* kernel_name(KernelId id) { return kKernels[int(id)].name; }
 metrics::Family kernel_family(KernelId id) { return kKernels[int(id)].family; }
 int64_t kernel_scalar_count(KernelId id) { return kKernels[int(id)].scalars; }
+bool kernel_has_floating_operands(KernelId id) {
+  const auto f = kKernels[int(id)].family;
+  return f == metrics::Family::Elementwise || f == metrics::Family::InnerProduct;
+}
 
 }  // namespace tp::engine

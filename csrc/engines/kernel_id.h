@@ -20,5 +20,9 @@ const char* kernel_name(KernelId id);
 metrics::Family kernel_family(KernelId id);
 // How many resolved scalar parameters the kernel reads.
 int64_t kernel_scalar_count(KernelId id);
+// Whether the kernel reads floating operands of the tile value dtype (the elementwise and
+// inner-product families). Kernels over other operands (bit-packed words, tokens) validate
+// their operands themselves and need an explicit value dtype.
+bool kernel_has_floating_operands(KernelId id);
 
 }  // namespace tp::engine

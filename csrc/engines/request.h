@@ -1,7 +1,8 @@
 #pragma once
 // One consumer call as the core operators hand it to a backend (CPU or device-generic):
-// validated tensors x [B,n,d], y [B,m,d], a [B,n], b [B,m] (or undefined), contiguous, one
-// floating dtype, plus the engine kernel and its scalars.
+// validated tensors x [B,n,d], y [B,m,d], a [B,n], b [B,m] (or undefined), contiguous, in
+// the kernel's operand dtype, plus the engine kernel, its scalars, and the dtype of the tile
+// values (and so of the results): x's dtype for floating kernels.
 #include <ATen/ATen.h>
 
 #include <array>
@@ -13,6 +14,9 @@ namespace tp::engine {
 struct Request {
   at::Tensor x, y, a, b;
   SourceSpec spec;  // spec.flipped: the operator is K^T ([B, m, n])
+  at::ScalarType value_type = at::kFloat;
+
+  at::TensorOptions value_options() const { return x.options().dtype(value_type); }
 
   int64_t batch() const { return x.size(0); }
   int64_t rows() const { return spec.flipped ? y.size(1) : x.size(1); }

@@ -15,14 +15,19 @@
 
 namespace tp::engine {
 
-// Where a source reads its operands; all row-major and contiguous in the last two dims.
-template <typename T>
+// Where a source reads its operands (one batch element), row-major and contiguous. The
+// element type is the kernel's operand type: the tile value type T for floating kernels,
+// something else for kernels over other data (bit-packed words, tokens) — each source
+// casts to what it reads.
 struct Operands {
-  const T* x = nullptr;  // [n, d]
-  const T* y = nullptr;  // [m, d]
-  const T* a = nullptr;  // [n] side feature of x rows, or null
-  const T* b = nullptr;  // [m] side feature of y rows, or null
+  const void* x = nullptr;  // [n, d]
+  const void* y = nullptr;  // [m, d]
+  const void* a = nullptr;  // [n] side feature of x rows, or null
+  const void* b = nullptr;  // [m] side feature of y rows, or null
   int64_t n = 0, m = 0, d = 0;
+
+  template <typename U>
+  static const U* as(const void* p) { return static_cast<const U*>(p); }
 };
 
 struct SourceSpec {

@@ -39,20 +39,23 @@ at::Tensor lazy_sum(const at::Tensor& x, const std::optional<at::Tensor>& y, con
 
 at::Tensor dense(const Core& c) {
   static auto op = handle<at::Tensor(const at::Tensor&, const at::Tensor&, const Opt&, const Opt&, c10::string_view,
-                                     at::ArrayRef<double>, bool, bool)>("torchpair::_dense");
-  return op.call(c.x, c.y, c.a, c.b, c.kernel, c.scalars, c.symmetric, c.transpose);
+                                     at::ArrayRef<double>, bool, bool, std::optional<at::ScalarType>)>(
+      "torchpair::_dense");
+  return op.call(c.x, c.y, c.a, c.b, c.kernel, c.scalars, c.symmetric, c.transpose, c.dtype);
 }
 
 at::Tensor matmul(const Core& c, const at::Tensor& v) {
   static auto op = handle<at::Tensor(const at::Tensor&, const at::Tensor&, const Opt&, const Opt&, const at::Tensor&,
-                                     c10::string_view, at::ArrayRef<double>, bool, bool)>("torchpair::_matmul");
-  return op.call(c.x, c.y, c.a, c.b, v, c.kernel, c.scalars, c.symmetric, c.transpose);
+                                     c10::string_view, at::ArrayRef<double>, bool, bool,
+                                     std::optional<at::ScalarType>)>("torchpair::_matmul");
+  return op.call(c.x, c.y, c.a, c.b, v, c.kernel, c.scalars, c.symmetric, c.transpose, c.dtype);
 }
 
 at::Tensor row_sum(const Core& c) {
   static auto op = handle<at::Tensor(const at::Tensor&, const at::Tensor&, const Opt&, const Opt&, c10::string_view,
-                                     at::ArrayRef<double>, bool, bool)>("torchpair::_row_sum");
-  return op.call(c.x, c.y, c.a, c.b, c.kernel, c.scalars, c.symmetric, c.transpose);
+                                     at::ArrayRef<double>, bool, bool, std::optional<at::ScalarType>)>(
+      "torchpair::_row_sum");
+  return op.call(c.x, c.y, c.a, c.b, c.kernel, c.scalars, c.symmetric, c.transpose, c.dtype);
 }
 
 }  // namespace tp::ops

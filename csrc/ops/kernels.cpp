@@ -18,28 +18,43 @@ namespace {
 
 using Opt = std::optional<at::Tensor>;
 
-void check_operand(const char* op, const char* name, const at::Tensor& t, int64_t dim, const at::Tensor& x) {
+// An operand of the given dtype, on x's device.
+void check_operand(const char* op, const char* name, const at::Tensor& t, int64_t dim, const at::Tensor& x,
+                   at::ScalarType dtype) {
   TORCH_CHECK_VALUE(t.dim() == dim, "torchpair.", op, ": '", name, "' must have ", dim, " dimensions, got shape ",
                     t.sizes());
-  TORCH_CHECK_TYPE(t.scalar_type() == at::kFloat || t.scalar_type() == at::kDouble, "torchpair.", op, ": '", name,
-                   "' must be float32 or float64, got ", t.scalar_type());
-  TORCH_CHECK_TYPE(t.scalar_type() == x.scalar_type(), "torchpair.", op, ": '", name, "' has dtype ",
-                   t.scalar_type(), " but 'x' has ", x.scalar_type());
+  TORCH_CHECK_TYPE(t.scalar_type() == dtype, "torchpair.", op, ": '", name, "' must have dtype ", dtype, ", got ",
+                   t.scalar_type());
   TORCH_CHECK_VALUE(t.device() == x.device(), "torchpair.", op, ": '", name, "' is on ", t.device(),
                     " but 'x' is on ", x.device());
   TORCH_CHECK_VALUE(t.layout() == at::kStrided, "torchpair.", op, ": '", name, "' must be a dense (strided) tensor");
 }
 
 engine::Request make_request(const char* op, const at::Tensor& x, const at::Tensor& y, const Opt& a, const Opt& b,
-                             c10::string_view kernel, at::ArrayRef<double> scalars, bool symmetric, bool transpose) {
-  check_operand(op, "x", x, 3, x);
-  check_operand(op, "y", y, 3, x);
+                             c10::string_view kernel, at::ArrayRef<double> scalars, bool symmetric, bool transpose,
+                             std::optional<at::ScalarType> dtype) {
+  engine::Request req;
+  req.spec.kernel = engine::kernel_from_name(std::string(kernel));
+  const bool floating = engine::kernel_has_floating_operands(req.spec.kernel);
+  if (floating) {
+    TORCH_CHECK_TYPE(x.scalar_type() == at::kFloat || x.scalar_type() == at::kDouble, "torchpair.", op,
+                     ": 'x' must be float32 or float64, got ", x.scalar_type());
+    TORCH_CHECK_VALUE(!dtype.has_value() || *dtype == x.scalar_type(), "torchpair.", op,
+                      ": 'dtype' must be None or ", x.scalar_type(), " (x's dtype) for kernel '", kernel, "'");
+    req.value_type = x.scalar_type();
+  } else {
+    TORCH_CHECK_VALUE(dtype.has_value() && (*dtype == at::kFloat || *dtype == at::kDouble), "torchpair.", op,
+                      ": kernel '", kernel, "' needs 'dtype' float32 or float64 for its values");
+    req.value_type = *dtype;
+  }
+  // Floating kernels read operands of the value dtype; other kernels check their own.
+  const at::ScalarType operand_type = floating ? req.value_type : x.scalar_type();
+  check_operand(op, "x", x, 3, x, operand_type);
+  check_operand(op, "y", y, 3, x, operand_type);
   TORCH_CHECK_VALUE(x.size(0) == y.size(0), "torchpair.", op, ": 'x' and 'y' must have the same batch size, got ",
                     x.size(0), " and ", y.size(0));
   TORCH_CHECK_VALUE(x.size(2) == y.size(2), "torchpair.", op, ": 'x' has ", x.size(2), " features but 'y' has ",
                     y.size(2));
-  engine::Request req;
-  req.spec.kernel = engine::kernel_from_name(std::string(kernel));
   const int64_t want = engine::kernel_scalar_count(req.spec.kernel);
   TORCH_CHECK_VALUE(int64_t(scalars.size()) == want, "torchpair.", op, ": kernel '", kernel, "' takes ", want,
                     " scalars (argument 'scalars'), got ", scalars.size());
@@ -50,29 +65,26 @@ engine::Request make_request(const char* op, const at::Tensor& x, const at::Tens
                     ": 'symmetric' requires 'x' and 'y' of the same shape");
   req.x = x.contiguous();
   req.y = y.contiguous();
-  if (a.has_value()) {
-    check_operand(op, "a", *a, 2, x);
-    TORCH_CHECK_VALUE(a->size(0) == x.size(0) && a->size(1) == x.size(1), "torchpair.", op,
-                      ": 'a' must have shape [B, n] = ", x.sizes().slice(0, 2), ", got ", a->sizes());
-    req.a = a->contiguous();
-  }
-  if (b.has_value()) {
-    check_operand(op, "b", *b, 2, x);
-    TORCH_CHECK_VALUE(b->size(0) == y.size(0) && b->size(1) == y.size(1), "torchpair.", op,
-                      ": 'b' must have shape [B, m] = ", y.sizes().slice(0, 2), ", got ", b->sizes());
-    req.b = b->contiguous();
-  }
+  auto side = [&](const Opt& t, const char* name, const at::Tensor& rows) {
+    if (!t.has_value()) return at::Tensor();
+    check_operand(op, name, *t, 2, x, floating ? req.value_type : t->scalar_type());
+    TORCH_CHECK_VALUE(t->size(0) == rows.size(0) && t->size(1) == rows.size(1), "torchpair.", op, ": '", name,
+                      "' must have shape [B, rows] = ", rows.sizes().slice(0, 2), ", got ", t->sizes());
+    return t->contiguous();
+  };
+  req.a = side(a, "a", x);
+  req.b = side(b, "b", y);
   return req;
 }
 
 void check_v(const char* op, const at::Tensor& v, const engine::Request& req) {
-  check_operand(op, "v", v, 3, req.x);
+  check_operand(op, "v", v, 3, req.x, req.value_type);
   TORCH_CHECK_VALUE(v.size(0) == req.batch() && v.size(1) == req.cols(), "torchpair.", op,
                     ": 'v' must have shape [B, ", req.cols(), ", C] (B = ", req.batch(), "), got ", v.sizes());
 }
 
 void check_grad(const char* op, const at::Tensor& grad, const engine::Request& req, at::IntArrayRef expected) {
-  check_operand(op, "grad", grad, int64_t(expected.size()), req.x);
+  check_operand(op, "grad", grad, int64_t(expected.size()), req.x, req.value_type);
   TORCH_CHECK_VALUE(grad.sizes() == expected, "torchpair.", op, ": 'grad' must have shape ", expected, ", got ",
                     grad.sizes());
 }
@@ -86,60 +98,66 @@ bool native_cpu(const at::Tensor& x) {
 }
 
 // Unrequested gradients come back as zeros of the right shape (empty for absent a/b).
-at::Tensor or_zeros(const at::Tensor& g, const at::Tensor& like, const at::Tensor& x) {
+at::Tensor or_zeros(const at::Tensor& g, const at::Tensor& like, const engine::Request& req) {
   if (g.defined()) return g;
-  return like.defined() ? at::zeros_like(like) : at::empty({0}, x.options());
+  return like.defined() ? at::zeros(like.sizes(), req.value_options()) : at::empty({0}, req.value_options());
 }
 
 at::Tensor dense_kernel(const at::Tensor& x, const at::Tensor& y, const Opt& a, const Opt& b, c10::string_view kernel,
-                        at::ArrayRef<double> scalars, bool symmetric, bool transpose) {
-  auto req = make_request("_dense", x, y, a, b, kernel, scalars, symmetric, transpose);
+                        at::ArrayRef<double> scalars, bool symmetric, bool transpose,
+    std::optional<at::ScalarType> dtype) {
+  auto req = make_request("_dense", x, y, a, b, kernel, scalars, symmetric, transpose, dtype);
   return native_cpu(req.x) ? cpu::dispatch::dense(req) : generic::dense(req);
 }
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> dense_backward_kernel(
     const at::Tensor& grad, const at::Tensor& x, const at::Tensor& y, const Opt& a, const Opt& b,
-    c10::string_view kernel, at::ArrayRef<double> scalars, bool symmetric, bool transpose, std::array<bool, 4> mask) {
-  auto req = make_request("_dense_backward", x, y, a, b, kernel, scalars, symmetric, transpose);
+    c10::string_view kernel, at::ArrayRef<double> scalars, bool symmetric, bool transpose,
+    std::optional<at::ScalarType> dtype, std::array<bool, 4> mask) {
+  auto req = make_request("_dense_backward", x, y, a, b, kernel, scalars, symmetric, transpose, dtype);
   check_grad("_dense_backward", grad, req, {req.batch(), req.rows(), req.cols()});
   auto g = native_cpu(req.x) ? cpu::dispatch::dense_backward(grad, req, mask)
                              : generic::dense_backward(grad.contiguous(), req, mask);
-  return {or_zeros(g[0], req.x, x), or_zeros(g[1], req.y, x), or_zeros(g[2], req.a, x), or_zeros(g[3], req.b, x)};
+  return {or_zeros(g[0], req.x, req), or_zeros(g[1], req.y, req), or_zeros(g[2], req.a, req), or_zeros(g[3], req.b, req)};
 }
 
 at::Tensor matmul_kernel(const at::Tensor& x, const at::Tensor& y, const Opt& a, const Opt& b, const at::Tensor& v,
-                         c10::string_view kernel, at::ArrayRef<double> scalars, bool symmetric, bool transpose) {
-  auto req = make_request("_matmul", x, y, a, b, kernel, scalars, symmetric, transpose);
+                         c10::string_view kernel, at::ArrayRef<double> scalars, bool symmetric, bool transpose,
+    std::optional<at::ScalarType> dtype) {
+  auto req = make_request("_matmul", x, y, a, b, kernel, scalars, symmetric, transpose, dtype);
   check_v("_matmul", v, req);
   return native_cpu(req.x) ? cpu::dispatch::matmul(req, v) : generic::matmul(req, v.contiguous());
 }
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor> matmul_backward_kernel(
     const at::Tensor& grad, const at::Tensor& x, const at::Tensor& y, const Opt& a, const Opt& b, const at::Tensor& v,
-    c10::string_view kernel, at::ArrayRef<double> scalars, bool symmetric, bool transpose, std::array<bool, 5> mask) {
-  auto req = make_request("_matmul_backward", x, y, a, b, kernel, scalars, symmetric, transpose);
+    c10::string_view kernel, at::ArrayRef<double> scalars, bool symmetric, bool transpose,
+    std::optional<at::ScalarType> dtype, std::array<bool, 5> mask) {
+  auto req = make_request("_matmul_backward", x, y, a, b, kernel, scalars, symmetric, transpose, dtype);
   check_v("_matmul_backward", v, req);
   check_grad("_matmul_backward", grad, req, {req.batch(), req.rows(), v.size(2)});
   auto g = native_cpu(req.x) ? cpu::dispatch::matmul_backward(grad, req, v, mask)
                              : generic::matmul_backward(grad.contiguous(), req, v.contiguous(), mask);
-  return {or_zeros(g[0], req.x, x), or_zeros(g[1], req.y, x), or_zeros(g[2], req.a, x), or_zeros(g[3], req.b, x),
-          or_zeros(g[4], v, x)};
+  return {or_zeros(g[0], req.x, req), or_zeros(g[1], req.y, req), or_zeros(g[2], req.a, req), or_zeros(g[3], req.b, req),
+          or_zeros(g[4], v, req)};
 }
 
 at::Tensor row_sum_kernel(const at::Tensor& x, const at::Tensor& y, const Opt& a, const Opt& b,
-                          c10::string_view kernel, at::ArrayRef<double> scalars, bool symmetric, bool transpose) {
-  auto req = make_request("_row_sum", x, y, a, b, kernel, scalars, symmetric, transpose);
+                          c10::string_view kernel, at::ArrayRef<double> scalars, bool symmetric, bool transpose,
+    std::optional<at::ScalarType> dtype) {
+  auto req = make_request("_row_sum", x, y, a, b, kernel, scalars, symmetric, transpose, dtype);
   return native_cpu(req.x) ? cpu::dispatch::row_sum(req) : generic::row_sum(req);
 }
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> row_sum_backward_kernel(
     const at::Tensor& grad, const at::Tensor& x, const at::Tensor& y, const Opt& a, const Opt& b,
-    c10::string_view kernel, at::ArrayRef<double> scalars, bool symmetric, bool transpose, std::array<bool, 4> mask) {
-  auto req = make_request("_row_sum_backward", x, y, a, b, kernel, scalars, symmetric, transpose);
+    c10::string_view kernel, at::ArrayRef<double> scalars, bool symmetric, bool transpose,
+    std::optional<at::ScalarType> dtype, std::array<bool, 4> mask) {
+  auto req = make_request("_row_sum_backward", x, y, a, b, kernel, scalars, symmetric, transpose, dtype);
   check_grad("_row_sum_backward", grad, req, {req.batch(), req.rows()});
   auto g = native_cpu(req.x) ? cpu::dispatch::row_sum_backward(grad, req, mask)
                              : generic::row_sum_backward(grad.contiguous(), req, mask);
-  return {or_zeros(g[0], req.x, x), or_zeros(g[1], req.y, x), or_zeros(g[2], req.a, x), or_zeros(g[3], req.b, x)};
+  return {or_zeros(g[0], req.x, req), or_zeros(g[1], req.y, req), or_zeros(g[2], req.a, req), or_zeros(g[3], req.b, req)};
 }
 
 void register_kernels(torch::Library& m) {

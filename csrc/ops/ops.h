@@ -60,6 +60,7 @@ struct Core {
   std::vector<double> scalars;
   bool symmetric = false;
   bool transpose = false;           // the operator is K^T
+  std::optional<at::ScalarType> dtype;  // tile value dtype (None: x's dtype)
 };
 
 at::Tensor dense(const Core& c);

@@ -39,15 +39,18 @@ TORCH_LIBRARY(torchpair, m) {
 
   // ---- core operators -------------------------------------------------------------
   const std::string core = "Tensor x, Tensor y, Tensor? a, Tensor? b";
-  const std::string engine = "str kernel, float[] scalars, bool symmetric, bool transpose";
+  // dtype: the tile value (and result) dtype; None means x's dtype (floating kernels).
+  const std::string engine = "str kernel, float[] scalars, bool symmetric, bool transpose, ScalarType? dtype=None";
+  // backward operators take the same engine arguments, followed by output_mask (no defaults)
+  const std::string engine_b = "str kernel, float[] scalars, bool symmetric, bool transpose, ScalarType? dtype";
   def("_dense(" + core + ", " + engine + ") -> Tensor");
-  def("_dense_backward(Tensor grad, " + core + ", " + engine +
+  def("_dense_backward(Tensor grad, " + core + ", " + engine_b +
       ", bool[4] output_mask) -> (Tensor, Tensor, Tensor, Tensor)");
   def("_matmul(" + core + ", Tensor v, " + engine + ") -> Tensor");
-  def("_matmul_backward(Tensor grad, " + core + ", Tensor v, " + engine +
+  def("_matmul_backward(Tensor grad, " + core + ", Tensor v, " + engine_b +
       ", bool[5] output_mask) -> (Tensor, Tensor, Tensor, Tensor, Tensor)");
   def("_row_sum(" + core + ", " + engine + ") -> Tensor");
-  def("_row_sum_backward(Tensor grad, " + core + ", " + engine +
+  def("_row_sum_backward(Tensor grad, " + core + ", " + engine_b +
       ", bool[4] output_mask) -> (Tensor, Tensor, Tensor, Tensor)");
 
   // ---- introspection ----------------------------------------------------------------
