@@ -23,6 +23,7 @@ from . import _meta  # noqa: E402,F401  (fake kernels for compile/export)
 from ._catalog import metric_info, metrics  # noqa: E402
 from .functional import cdist, pairwise  # noqa: E402
 from .lazy import DensePairwise, LazyPairwise, lazy, pairwise_expression  # noqa: E402
+from .sets import chamfer, energy_distance, hausdorff, knn, mmd  # noqa: E402
 
 __version__ = "0.1.0"
 
@@ -45,6 +46,11 @@ __all__ = [
     "DensePairwise",
     "LazyPairwise",
     "cdist",
+    "chamfer",
+    "energy_distance",
+    "hausdorff",
+    "knn",
+    "mmd",
     "cmake_prefix_path",
     "include_dir",
     "lazy",

@@ -52,12 +52,45 @@ def _matmul_backward_fake(grad, x, y, a, b, v, kernel, scalars, symmetric, trans
     return (*_grads(x, y, a, b, dtype), torch.empty_like(v))
 
 
-@torch.library.register_fake("torchpair::_row_sum")
-def _row_sum_fake(x, y, a, b, kernel, scalars, symmetric, transpose, dtype=None):
+@torch.library.register_fake("torchpair::_row_reduce")
+def _row_reduce_fake(x, y, a, b, reduction, kernel, scalars, symmetric, transpose, dtype=None):
     rows, _ = _rows_cols(x, y, transpose)
     return x.new_empty((x.shape[0], rows), dtype=_value_dtype(x, dtype))
 
 
-@torch.library.register_fake("torchpair::_row_sum_backward")
-def _row_sum_backward_fake(grad, x, y, a, b, kernel, scalars, symmetric, transpose, dtype, output_mask):
+@torch.library.register_fake("torchpair::_row_reduce_backward")
+def _row_reduce_backward_fake(grad, x, y, a, b, reduction, result, kernel, scalars, symmetric, transpose, dtype,
+                              output_mask):
+    return _grads(x, y, a, b, dtype)
+
+
+@torch.library.register_fake("torchpair::_topk")
+def _topk_fake(x, y, a, b, k, largest, nan_first, kernel, scalars, symmetric, transpose, dtype=None):
+    rows, cols = _rows_cols(x, y, transpose)
+    torch._check(0 <= k, lambda: "torchpair._topk: k must be >= 0")
+    torch._check(k <= cols, lambda: "torchpair._topk: k must not exceed the number of columns")
+    vd = _value_dtype(x, dtype)
+    return x.new_empty((x.shape[0], rows, k), dtype=vd), x.new_empty((x.shape[0], rows, k), dtype=torch.long)
+
+
+@torch.library.register_fake("torchpair::_softmax_matmul")
+def _softmax_matmul_fake(x, y, a, b, v, kernel, scalars, symmetric, transpose, dtype=None):
+    rows, _ = _rows_cols(x, y, transpose)
+    vd = _value_dtype(x, dtype)
+    return x.new_empty((x.shape[0], rows, v.shape[2]), dtype=vd), x.new_empty((x.shape[0], rows), dtype=vd)
+
+
+@torch.library.register_fake("torchpair::_softmax_matmul_backward")
+def _softmax_matmul_backward_fake(grad, x, y, a, b, v, out, lse, kernel, scalars, symmetric, transpose, dtype,
+                                  output_mask):
+    return (*_grads(x, y, a, b, dtype), torch.empty_like(v))
+
+
+@torch.library.register_fake("torchpair::_paired")
+def _paired_fake(x, y, a, b, self_mask, kernel, scalars, dtype=None):
+    return x.new_empty((x.shape[0], x.shape[1]), dtype=_value_dtype(x, dtype))
+
+
+@torch.library.register_fake("torchpair::_paired_backward")
+def _paired_backward_fake(grad, x, y, a, b, self_mask, kernel, scalars, dtype, output_mask):
     return _grads(x, y, a, b, dtype)

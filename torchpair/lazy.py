@@ -24,6 +24,17 @@ def _broadcast_batch(x: torch.Tensor, y: torch.Tensor | None) -> torch.Size:
         ) from exc
 
 
+def _moveaxis_result(kind, values, indices, dim, ndim, squeeze=False):
+    """The operator returns [..., rows, k] for the reduced dim; put k where dim was (as
+    torch.topk does) or drop it (torch.min/max)."""
+    d = dim % ndim
+    if squeeze:
+        return kind((values.squeeze(-1), indices.squeeze(-1)))
+    if d == ndim - 2:  # reduced over rows: [..., M, k] -> [..., k, M]
+        values, indices = values.transpose(-1, -2), indices.transpose(-1, -2)
+    return kind((values, indices))
+
+
 class _PairwiseExpression:
     """What lazy and materialized expressions share: operands, shape, metadata."""
 
@@ -105,7 +116,7 @@ class LazyPairwise(_PairwiseExpression):
             return None if t is None else torch.empty(t.shape, dtype=t.dtype, device="meta")
 
         params = {k: meta(v) if isinstance(v, torch.Tensor) else v for k, v in self.params.items()}
-        torch.ops.torchpair.lazy_sum(meta(self.X), meta(self.Y), self.metric, -1, self.transposed, **params)
+        torch.ops.torchpair.lazy_reduce(meta(self.X), meta(self.Y), self.metric, "sum", -1, self.transposed, **params)
 
     @property
     def dtype(self) -> torch.dtype:
@@ -126,10 +137,66 @@ class LazyPairwise(_PairwiseExpression):
         _params.check_tensor("matmul", "V", V)
         return torch.ops.torchpair.lazy_matmul(self.X, self.Y, V, self.metric, self.transposed, **self.params)
 
+    def _reduce(self, reduction: str, dim: int | None) -> torch.Tensor:
+        d = None if dim is None else self._normalize_dim(dim, reduction)
+        return torch.ops.torchpair.lazy_reduce(self.X, self.Y, self.metric, reduction, d, self.transposed,
+                                              **self.params)
+
     def sum(self, dim: int | None = None) -> torch.Tensor:
         """Sum over ``dim`` (-1: per row ``[..., N]``; -2: per column ``[..., M]``; None: all)."""
-        d = None if dim is None else self._normalize_dim(dim, "sum")
-        return torch.ops.torchpair.lazy_sum(self.X, self.Y, self.metric, d, self.transposed, **self.params)
+        return self._reduce("sum", dim)
+
+    def mean(self, dim: int | None = None) -> torch.Tensor:
+        """Mean over ``dim`` (-1, -2 or None for all); NaN over an empty set, as torch.mean."""
+        return self._reduce("mean", dim)
+
+    def logsumexp(self, dim: int | None = None) -> torch.Tensor:
+        """``log(sum(exp(K)))`` over ``dim``, computed online (stable); -inf over an empty set."""
+        return self._reduce("logsumexp", dim)
+
+    def _topk(self, what: str, k, dim: int, largest: bool, nan: str):
+        if not isinstance(k, int) or isinstance(k, bool):
+            raise TypeError(f"torchpair.{what}: 'k' must be an int, got {type(k).__name__}")
+        if not isinstance(largest, bool):
+            raise TypeError(f"torchpair.{what}: 'largest' must be a bool, got {type(largest).__name__}")
+        d = self._normalize_dim(dim, what)
+        return torch.ops.torchpair.lazy_topk(self.X, self.Y, self.metric, k, d, largest, True, self.transposed, nan,
+                                            **self.params)
+
+    def topk(self, k: int, dim: int = -1, largest: bool = True, sorted: bool = True):
+        """The k largest (or smallest) entries along ``dim``, like ``torch.topk``: returns
+        ``(values, indices)`` of shape ``[..., k]`` in place of ``dim``, best first. Ties go to
+        the lowest index; NaN ranks as the largest value. Values are differentiable."""
+        if not isinstance(sorted, bool):
+            raise TypeError(f"torchpair.topk: 'sorted' must be a bool, got {type(sorted).__name__}")
+        values, indices = self._topk("topk", k, dim, largest, "largest")
+        return _moveaxis_result(torch.return_types.topk, values, indices, dim, self.ndim)
+
+    def min(self, dim: int = -1):
+        """``(values, indices)`` of the minimum along ``dim``, like ``torch.min(K, dim)``:
+        lowest index on ties, NaN propagates (a row with NaN gives NaN and its index)."""
+        values, indices = self._topk("min", 1, dim, False, "propagate")
+        return _moveaxis_result(torch.return_types.min, values, indices, dim, self.ndim, squeeze=True)
+
+    def max(self, dim: int = -1):
+        """``(values, indices)`` of the maximum along ``dim``, like ``torch.max(K, dim)``."""
+        values, indices = self._topk("max", 1, dim, True, "propagate")
+        return _moveaxis_result(torch.return_types.max, values, indices, dim, self.ndim, squeeze=True)
+
+    def argmin(self, dim: int = -1) -> torch.Tensor:
+        return self.min(dim).indices
+
+    def argmax(self, dim: int = -1) -> torch.Tensor:
+        return self.max(dim).indices
+
+    def softmax_matmul(self, V: torch.Tensor, dim: int = -1) -> torch.Tensor:
+        """``sum_j softmax_j(K_ij) V_j`` (dim -1), streamed with an online softmax — attention and
+        Nadaraya-Watson estimators without N x M. With dim -2 the softmax runs down the
+        columns: ``sum_i softmax_i(K_ij) V_i``."""
+        _params.check_tensor("softmax_matmul", "V", V)
+        d = self._normalize_dim(dim, "softmax_matmul")
+        return torch.ops.torchpair.lazy_softmax_matmul(self.X, self.Y, V, self.metric, d, self.transposed,
+                                                      **self.params)
 
     def to_dense(self) -> torch.Tensor:
         """The materialized ``[..., N, M]`` tensor (this one does hold N x M)."""
@@ -164,6 +231,35 @@ class DensePairwise(_PairwiseExpression):
     def sum(self, dim: int | None = None) -> torch.Tensor:
         k = self.to_dense()
         return k.sum(dim=(-2, -1)) if dim is None else k.sum(self._normalize_dim(dim, "sum"))
+
+    def mean(self, dim: int | None = None) -> torch.Tensor:
+        k = self.to_dense()
+        return k.mean(dim=(-2, -1)) if dim is None else k.mean(self._normalize_dim(dim, "mean"))
+
+    def logsumexp(self, dim: int | None = None) -> torch.Tensor:
+        k = self.to_dense()
+        return torch.logsumexp(k, dim=(-2, -1)) if dim is None else torch.logsumexp(k, self._normalize_dim(dim, "logsumexp"))
+
+    def topk(self, k: int, dim: int = -1, largest: bool = True, sorted: bool = True):
+        return torch.topk(self.to_dense(), k, dim=self._normalize_dim(dim, "topk"), largest=largest, sorted=sorted)
+
+    def min(self, dim: int = -1):
+        return torch.min(self.to_dense(), dim=self._normalize_dim(dim, "min"))
+
+    def max(self, dim: int = -1):
+        return torch.max(self.to_dense(), dim=self._normalize_dim(dim, "max"))
+
+    def argmin(self, dim: int = -1) -> torch.Tensor:
+        return self.min(dim).indices
+
+    def argmax(self, dim: int = -1) -> torch.Tensor:
+        return self.max(dim).indices
+
+    def softmax_matmul(self, V: torch.Tensor, dim: int = -1) -> torch.Tensor:
+        _params.check_tensor("softmax_matmul", "V", V)
+        d = self._normalize_dim(dim, "softmax_matmul")
+        p = torch.softmax(self.to_dense(), dim=d)
+        return torch.matmul(p if d == -1 else p.transpose(-1, -2), V)
 
 
 def lazy(X: torch.Tensor, Y: torch.Tensor | None = None, metric: str = "euclidean", **params) -> LazyPairwise:

@@ -14,6 +14,7 @@ namespace tp::cpu {
 using engine::Grads4;
 using engine::Grads5;
 using engine::Request;
+using engine::RowReduction;
 
 #define TP_DECLARE_CPU_CONSUMERS(ns)                                                                 \
   namespace ns {                                                                                     \
@@ -22,8 +23,13 @@ using engine::Request;
   at::Tensor matmul(const Request& req, const at::Tensor& v);                                        \
   Grads5 matmul_backward(const at::Tensor& grad, const Request& req, const at::Tensor& v,            \
                          std::array<bool, 5> mask);                                                  \
-  at::Tensor row_sum(const Request& req);                                                            \
-  Grads4 row_sum_backward(const at::Tensor& grad, const Request& req, std::array<bool, 4> mask);     \
+  at::Tensor row_reduce(const Request& req, RowReduction reduction);                                 \
+  Grads4 row_reduce_backward(const at::Tensor& grad, const Request& req, RowReduction reduction,      \
+                             const at::Tensor& result, std::array<bool, 4> mask);                    \
+  std::tuple<at::Tensor, at::Tensor> topk(const Request& req, int64_t k, bool largest, bool nan_first); \
+  std::tuple<at::Tensor, at::Tensor> softmax_matmul(const Request& req, const at::Tensor& v);         \
+  Grads5 softmax_matmul_backward(const at::Tensor& grad, const Request& req, const at::Tensor& v,      \
+                                 const at::Tensor& out, const at::Tensor& lse, std::array<bool, 5> mask); \
   }
 
 TP_DECLARE_CPU_CONSUMERS(isa_DEFAULT)

@@ -2,12 +2,16 @@
 //
 // Forward: parallel over (batch, row block); each work unit walks the column blocks,
 // producing a tile in thread-local scratch and folding it into its rows' state.
-// Backward: two streamed sweeps that recompute tiles. The first walks the operator's own
-// orientation and accumulates the gradient of the row operand; the second walks the
-// flipped operator and accumulates the column operand's (and V's). Nothing N x M is kept.
+// Backward: the streamed sweep of sweep.h (tiles recomputed, nothing N x M kept); each
+// consumer only says what dL/dK is on a tile.
 #include "cpu/sweep.h"
 // sweep.h (through sources.h) must come first: it opens the inline capability namespace.
 #include "cpu/consumers.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
 
 namespace tp::cpu {
 inline namespace CPU_CAPABILITY {
@@ -124,12 +128,74 @@ Grads5 matmul_backward_impl(const at::Tensor& grad_in, const Request& req, const
   return {g[0], g[1], g[2], g[3], dv};
 }
 
+// ---- row reductions: sum and logsumexp ------------------------------------------------
+
+// Online logsumexp state of one row: shift m (the running maximum, 0 while it is not
+// finite, as torch.logsumexp does) and s = sum exp(K - m).
 template <typename T>
-at::Tensor row_sum_impl(const Request& req) {
-  const int64_t B = req.x.size(0);
-  const int64_t rows = req.spec.flipped ? req.y.size(1) : req.x.size(1);
-  at::Tensor out = at::zeros({B, rows}, req.value_options());
-  if (out.numel() == 0) return out;
+struct LseState {
+  T max = -std::numeric_limits<T>::infinity();
+  T sum = 0;
+  T shift() const { return std::isfinite(max) ? max : T(0); }
+};
+
+// Moves a state to a new (larger) maximum before a tile is folded: rescales its sum (and
+// returns the factor, for accumulators that scale with it).
+template <typename T>
+inline T lse_raise(LseState<T>& st, T tile_max) {
+  const T old_shift = st.shift();
+  st.max = math::maximum(st.max, tile_max);
+  const T factor = std::exp(old_shift - st.shift());
+  st.sum *= factor;
+  return factor;
+}
+
+// NaN-propagating maximum of row[0, nc) (-inf when nc = 0).
+template <typename T>
+inline T row_max(const T* row, int64_t nc) {
+  using V = Vec<T>;
+  constexpr int64_t L = V::size();
+  const V ninf(-std::numeric_limits<T>::infinity());
+  V vmax = ninf;
+  for (int64_t c = 0; c < nc; c += L) {
+    const int64_t count = std::min<int64_t>(L, nc - c);
+    const V t = V::loadu(row + c, count);
+    vmax = at::vec::maximum(vmax, count == L ? t : V::blendv(ninf, t, lane_mask<T>(count)));
+  }
+  alignas(64) T lanes[V::size()];
+  vmax.store(lanes);
+  T m = -std::numeric_limits<T>::infinity();
+  for (int64_t i = 0; i < L; ++i) m = math::maximum(m, lanes[i]);
+  return m;
+}
+
+// Folds one tile row into an online logsumexp state; row[0, nc) is overwritten with
+// exp(row - shift) (softmax reuses them). Returns the factor the earlier sum was rescaled
+// by, for accumulators that scale with it.
+template <typename T>
+inline T lse_fold(LseState<T>& st, T* row, int64_t nc) {
+  using V = Vec<T>;
+  constexpr int64_t L = V::size();
+  const T factor = lse_raise(st, row_max(row, nc));
+  V sum(T(0));
+  const V shift(st.shift());
+  for (int64_t c = 0; c < nc; c += L) {
+    const int64_t count = std::min<int64_t>(L, nc - c);
+    const V e = math::exp(V::loadu(row + c, count) - shift);
+    e.store(row + c, count);
+    sum = sum + (count == L ? e : V::blendv(V(T(0)), e, lane_mask<T>(count)));
+  }
+  st.sum += hsum(sum);
+  return factor;
+}
+
+template <typename T>
+at::Tensor row_reduce_impl(const Request& req, RowReduction reduction) {
+  const int64_t B = req.batch(), rows = req.rows();
+  const bool lse = reduction == RowReduction::kLogSumExp;
+  at::Tensor out = lse ? at::full({B, rows}, -std::numeric_limits<double>::infinity(), req.value_options())
+                       : at::zeros({B, rows}, req.value_options());
+  if (out.numel() == 0 || req.cols() == 0) return out;
   auto src = make_sources<T>(req, req.spec.flipped);
   T* o = out.data_ptr<T>();
   for_each_row_block<T>(src, [&](int64_t b, const TileSource<T>& s, int64_t r0, int64_t nr) {
@@ -137,31 +203,269 @@ at::Tensor row_sum_impl(const Request& req) {
     constexpr int64_t L = V::size();
     const int64_t ld = s.col_block();
     T* tile = scratch<T>(0, s.row_block() * ld);
+    std::vector<LseState<T>> state(lse ? nr : 0);
     for_each_col_block<T>(s, [&](int64_t c0, int64_t nc) {
       s.produce(r0, nr, c0, nc, tile, ld);
       for (int64_t r = 0; r < nr; ++r) {
-        V sum(T(0));
-        for (int64_t c = 0; c < nc; c += L) sum = sum + V::loadu(tile + r * ld + c, std::min<int64_t>(L, nc - c));
-        o[b * rows + r0 + r] += hsum(sum);
+        if (lse) {
+          lse_fold(state[r], tile + r * ld, nc);
+        } else {
+          V sum(T(0));
+          for (int64_t c = 0; c < nc; c += L) sum = sum + V::loadu(tile + r * ld + c, std::min<int64_t>(L, nc - c));
+          o[b * rows + r0 + r] += hsum(sum);
+        }
       }
     });
+    if (lse)
+      for (int64_t r = 0; r < nr; ++r) o[b * rows + r0 + r] = std::log(state[r].sum) + state[r].shift();
   });
   return out;
 }
 
 template <typename T>
-Grads4 row_sum_backward_impl(const at::Tensor& grad_in, const Request& req, std::array<bool, 4> mask) {
-  const at::Tensor grad = grad_in.contiguous();  // [B, rows]
+Grads4 row_reduce_backward_impl(const at::Tensor& grad_in, const Request& req, RowReduction reduction,
+                                const at::Tensor& result_in, std::array<bool, 4> mask) {
+  const at::Tensor grad = grad_in.contiguous(), result = result_in.contiguous();  // [B, rows]
   const int64_t rows = grad.size(1);
   const T* gp = grad.data_ptr<T>();
+  const T* res = result.data_ptr<T>();
+  if (reduction == RowReduction::kSum) {
+    return backward<T>(
+        req, mask, 0, nullptr,
+        [&](int64_t b, bool flipped, int64_t r0, int64_t nr, int64_t c0, int64_t nc, T* buf, int64_t ld) {
+          const T* gb = gp + b * rows;
+          for (int64_t r = 0; r < nr; ++r)
+            for (int64_t c = 0; c < nc; ++c) buf[r * ld + c] = flipped == req.spec.flipped ? gb[r0 + r] : gb[c0 + c];
+        },
+        NoExtra{});
+  }
+  // logsumexp: dL/dK_rc = grad_r * exp(K_rc - lse_r) (0 on rows whose lse is -inf).
   return backward<T>(
       req, mask, 0, nullptr,
-      [&](int64_t b, bool flipped, int64_t r0, int64_t nr, int64_t c0, int64_t nc, T* buf, int64_t ld) {
+      [&](const TileSource<T>& s, int64_t b, bool flipped, int64_t r0, int64_t nr, int64_t c0, int64_t nc, T* buf,
+          int64_t ld) {
+        s.produce(r0, nr, c0, nc, buf, ld);
         const T* gb = gp + b * rows;
+        const T* lb = res + b * rows;
+        const bool own = flipped == req.spec.flipped;
         for (int64_t r = 0; r < nr; ++r)
-          for (int64_t c = 0; c < nc; ++c) buf[r * ld + c] = flipped == req.spec.flipped ? gb[r0 + r] : gb[c0 + c];
+          for (int64_t c = 0; c < nc; ++c) {
+            const int64_t i = own ? r0 + r : c0 + c;
+            const T l = lb[i];
+            buf[r * ld + c] = l == -std::numeric_limits<T>::infinity() ? T(0) : gb[i] * std::exp(buf[r * ld + c] - l);
+          }
       },
       NoExtra{});
+}
+
+// ---- top-k (min / max / argmin / argmax are k = 1) ------------------------------------
+
+// Orders candidates (value, column): better() is true when a ranks before b. Ties go to the
+// lower column. NaN ranks first when nan_first (torch.min/max propagate it, torch.topk with
+// largest=True puts it first), last otherwise (torch.topk with largest=False).
+template <typename T>
+struct TopkOrder {
+  bool largest, nan_first;
+  bool better(T a, int64_t ia, T b, int64_t ib) const {
+    const bool an = std::isnan(a), bn = std::isnan(b);
+    if (an || bn) {
+      if (an && bn) return ia < ib;
+      return an ? nan_first : !nan_first;
+    }
+    if (a != b) return largest ? a > b : a < b;
+    return ia < ib;
+  }
+};
+
+// A bounded heap of the k best candidates of one row: the root is the worst kept one.
+template <typename T>
+struct TopkRow {
+  T* val;
+  int64_t* idx;
+  int64_t size = 0;
+
+  void push(const TopkOrder<T>& ord, int64_t k, T v, int64_t j) {
+    auto worse = [&](int64_t p, int64_t q) { return ord.better(val[q], idx[q], val[p], idx[p]); };
+    if (size < k) {  // sift up
+      int64_t i = size++;
+      val[i] = v;
+      idx[i] = j;
+      while (i > 0) {
+        const int64_t parent = (i - 1) / 2;
+        if (!worse(i, parent)) break;
+        std::swap(val[i], val[parent]);
+        std::swap(idx[i], idx[parent]);
+        i = parent;
+      }
+      return;
+    }
+    if (!ord.better(v, j, val[0], idx[0])) return;
+    val[0] = v;
+    idx[0] = j;
+    int64_t i = 0;  // sift down
+    for (;;) {
+      const int64_t l = 2 * i + 1, r = l + 1;
+      int64_t w = i;
+      if (l < size && worse(l, w)) w = l;
+      if (r < size && worse(r, w)) w = r;
+      if (w == i) break;
+      std::swap(val[i], val[w]);
+      std::swap(idx[i], idx[w]);
+      i = w;
+    }
+  }
+};
+
+template <typename T>
+std::tuple<at::Tensor, at::Tensor> topk_impl(const Request& req, int64_t k, bool largest, bool nan_first) {
+  const int64_t B = req.batch(), rows = req.rows();
+  at::Tensor values = at::empty({B, rows, k}, req.value_options());
+  at::Tensor indices = at::empty({B, rows, k}, req.value_options().dtype(at::kLong));
+  if (values.numel() == 0) return {values, indices};
+  auto src = make_sources<T>(req, req.spec.flipped);
+  T* vo = values.data_ptr<T>();
+  int64_t* io = indices.data_ptr<int64_t>();
+  const TopkOrder<T> ord{largest, nan_first};
+  for_each_row_block<T>(src, [&](int64_t b, const TileSource<T>& s, int64_t r0, int64_t nr) {
+    using V = Vec<T>;
+    constexpr int64_t L = V::size();
+    const int64_t ld = s.col_block();
+    T* tile = scratch<T>(0, s.row_block() * ld);
+    T* heap_v = scratch<T>(1, nr * k);
+    std::vector<int64_t> heap_i(size_t(nr * k));
+    std::vector<TopkRow<T>> heaps(nr);
+    for (int64_t r = 0; r < nr; ++r) heaps[r] = TopkRow<T>{heap_v + r * k, heap_i.data() + r * k, 0};
+    for_each_col_block<T>(s, [&](int64_t c0, int64_t nc) {
+      s.produce(r0, nr, c0, nc, tile, ld);
+      for (int64_t r = 0; r < nr; ++r) {
+        TopkRow<T>& h = heaps[r];
+        const T* t = tile + r * ld;
+        int64_t c = 0;
+        // Fill the heap, then only look closer at candidates that beat its root: a
+        // vectorized comparison discards most of a tile.
+        for (; c < nc && h.size < k; ++c) h.push(ord, k, t[c], c0 + c);
+        for (; c < nc; c += L) {
+          const int64_t count = std::min<int64_t>(L, nc - c);
+          const V vals = V::loadu(t + c, count);
+          // lanes that beat the root (ties never do: their columns come later)
+          V pass;
+          if (std::isnan(h.val[0])) {
+            pass = nan_first ? V(T(0)) : (vals == vals);  // a NaN root loses to every number
+          } else {
+            const V root(h.val[0]);
+            pass = largest ? vals > root : vals < root;
+            if (nan_first) pass = pass | vals.isnan();
+          }
+          const int zero = pass.zero_mask();  // bit i set: lane i failed
+          for (int64_t i = 0; i < count; ++i)
+            if (!((zero >> i) & 1)) h.push(ord, k, t[c + i], c0 + c + i);
+        }
+      }
+    });
+    for (int64_t r = 0; r < nr; ++r) {  // best first
+      TopkRow<T>& h = heaps[r];
+      std::vector<int64_t> order(size_t(h.size));
+      for (int64_t i = 0; i < h.size; ++i) order[i] = i;
+      std::sort(order.begin(), order.end(),
+                [&](int64_t p, int64_t q) { return ord.better(h.val[p], h.idx[p], h.val[q], h.idx[q]); });
+      const int64_t base = (b * rows + r0 + r) * k;
+      for (int64_t i = 0; i < h.size; ++i) {
+        vo[base + i] = h.val[order[i]];
+        io[base + i] = h.idx[order[i]];
+      }
+    }
+  });
+  return {values, indices};
+}
+
+// ---- softmax-weighted product: out_r = sum_c softmax_c(K_rc) V_c --------------------------
+
+template <typename T>
+std::tuple<at::Tensor, at::Tensor> softmax_matmul_impl(const Request& req, const at::Tensor& v_in) {
+  const at::Tensor v = v_in.contiguous();
+  const int64_t B = req.batch(), rows = req.rows(), cols = req.cols(), C = v.size(2);
+  at::Tensor out = at::zeros({B, rows, C}, req.value_options());
+  at::Tensor lse = at::full({B, rows}, -std::numeric_limits<double>::infinity(), req.value_options());
+  if (rows == 0 || B == 0 || cols == 0) return {out, lse};
+  auto src = make_sources<T>(req, req.spec.flipped);
+  const T* vp = v.data_ptr<T>();
+  T* o = out.data_ptr<T>();
+  T* lo = lse.data_ptr<T>();
+  for_each_row_block<T>(src, [&](int64_t b, const TileSource<T>& s, int64_t r0, int64_t nr) {
+    const int64_t ld = s.col_block();
+    T* tile = scratch<T>(0, s.row_block() * ld);
+    std::vector<LseState<T>> state(nr);
+    T* acc = o + (b * rows + r0) * C;
+    const T* vb = vp + b * cols * C;
+    for_each_col_block<T>(s, [&](int64_t c0, int64_t nc) {
+      s.produce(r0, nr, c0, nc, tile, ld);
+      for (int64_t r = 0; r < nr; ++r) {
+        const T factor = lse_fold(state[r], tile + r * ld, nc);  // tile row := exp(K - shift)
+        if (factor != T(1))
+          for (int64_t j = 0; j < C; ++j) acc[r * C + j] *= factor;
+      }
+      engine::gemm_nn<T>(nr, C, nc, T(1), tile, ld, vb + c0 * C, C, T(1), acc, C);
+    });
+    for (int64_t r = 0; r < nr; ++r) {
+      const T sum = state[r].sum;
+      for (int64_t j = 0; j < C; ++j) acc[r * C + j] /= sum;
+      lo[b * rows + r0 + r] = std::log(sum) + state[r].shift();
+    }
+  });
+  return {out, lse};
+}
+
+template <typename T>
+Grads5 softmax_matmul_backward_impl(const at::Tensor& grad_in, const Request& req, const at::Tensor& v_in,
+                                    const at::Tensor& out_in, const at::Tensor& lse_in, std::array<bool, 5> mask) {
+  const at::Tensor grad = grad_in.contiguous(), v = v_in.contiguous(), out = out_in.contiguous(),
+                   lse = lse_in.contiguous();
+  const int64_t B = req.batch(), rows = grad.size(1), C = grad.size(2), cols = v.size(1);
+  // delta_r = grad_r . out_r
+  const at::Tensor delta = (grad * out).sum(-1).contiguous();
+  const T* gp = grad.data_ptr<T>();
+  const T* vp = v.data_ptr<T>();
+  const T* lp = lse.data_ptr<T>();
+  const T* dp = delta.data_ptr<T>();
+  (void)B;
+  auto prob = [&](int64_t b, int64_t i, T k) {
+    const T l = lp[b * rows + i];
+    return l == -std::numeric_limits<T>::infinity() ? T(0) : std::exp(k - l);
+  };
+  at::Tensor dv;
+  auto g = backward<T>(
+      req, {mask[0], mask[1], mask[2], mask[3]}, mask[4] ? C : 0, &dv,
+      // dL/dK_rc = p_rc (grad_r . v_c - delta_r)
+      [&](const TileSource<T>& s, int64_t b, bool flipped, int64_t r0, int64_t nr, int64_t c0, int64_t nc, T* buf,
+          int64_t ld) {
+        const bool own = flipped == req.spec.flipped;
+        T* gv = scratch<T>(4, nr * ld);
+        const T* gb = gp + b * rows * C;
+        const T* vb = vp + b * cols * C;
+        if (own)
+          outer_or_gemm<T>(nr, nc, C, gb + r0 * C, vb + c0 * C, gv, ld);
+        else
+          outer_or_gemm<T>(nr, nc, C, vb + r0 * C, gb + c0 * C, gv, ld);
+        s.produce(r0, nr, c0, nc, buf, ld);
+        for (int64_t r = 0; r < nr; ++r)
+          for (int64_t c = 0; c < nc; ++c) {
+            const int64_t i = own ? r0 + r : c0 + c;
+            buf[r * ld + c] = prob(b, i, buf[r * ld + c]) * (gv[r * ld + c] - dp[b * rows + i]);
+          }
+      },
+      // dV_c += sum_r p_rc grad_r
+      [&](int64_t b, bool flipped, int64_t r0, int64_t nr, int64_t c0, int64_t nc, const T* values, int64_t ldv,
+          T* dextra) {
+        const bool own = flipped == req.spec.flipped;
+        T* p = scratch<T>(5, nr * ldv);
+        for (int64_t r = 0; r < nr; ++r)
+          for (int64_t c = 0; c < nc; ++c) p[r * ldv + c] = prob(b, own ? r0 + r : c0 + c, values[r * ldv + c]);
+        if (own)
+          engine::gemm_tn<T>(nc, C, nr, T(1), p, ldv, gp + (b * rows + r0) * C, C, T(1), dextra, C);
+        else
+          engine::gemm_nn<T>(nr, C, nc, T(1), p, ldv, gp + (b * rows + c0) * C, C, T(1), dextra, C);
+      });
+  return {g[0], g[1], g[2], g[3], dv};
 }
 
 }  // namespace
@@ -182,9 +486,24 @@ at::Tensor matmul(const Request& req, const at::Tensor& v) {
 Grads5 matmul_backward(const at::Tensor& grad, const Request& req, const at::Tensor& v, std::array<bool, 5> mask) {
   return TP_FLOATING("torchpair_matmul_backward", matmul_backward_impl<scalar_t>(grad, req, v, mask));
 }
-at::Tensor row_sum(const Request& req) { return TP_FLOATING("torchpair_row_sum", row_sum_impl<scalar_t>(req)); }
-Grads4 row_sum_backward(const at::Tensor& grad, const Request& req, std::array<bool, 4> mask) {
-  return TP_FLOATING("torchpair_row_sum_backward", row_sum_backward_impl<scalar_t>(grad, req, mask));
+at::Tensor row_reduce(const Request& req, RowReduction reduction) {
+  return TP_FLOATING("torchpair_row_reduce", row_reduce_impl<scalar_t>(req, reduction));
+}
+Grads4 row_reduce_backward(const at::Tensor& grad, const Request& req, RowReduction reduction,
+                           const at::Tensor& result, std::array<bool, 4> mask) {
+  return TP_FLOATING("torchpair_row_reduce_backward",
+                     row_reduce_backward_impl<scalar_t>(grad, req, reduction, result, mask));
+}
+std::tuple<at::Tensor, at::Tensor> topk(const Request& req, int64_t k, bool largest, bool nan_first) {
+  return TP_FLOATING("torchpair_topk", topk_impl<scalar_t>(req, k, largest, nan_first));
+}
+std::tuple<at::Tensor, at::Tensor> softmax_matmul(const Request& req, const at::Tensor& v) {
+  return TP_FLOATING("torchpair_softmax_matmul", softmax_matmul_impl<scalar_t>(req, v));
+}
+Grads5 softmax_matmul_backward(const at::Tensor& grad, const Request& req, const at::Tensor& v,
+                               const at::Tensor& out, const at::Tensor& lse, std::array<bool, 5> mask) {
+  return TP_FLOATING("torchpair_softmax_matmul_backward",
+                     softmax_matmul_backward_impl<scalar_t>(grad, req, v, out, lse, mask));
 }
 
 #undef TP_FLOATING

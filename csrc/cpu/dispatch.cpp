@@ -66,9 +66,20 @@ at::Tensor matmul(const Request& req, const at::Tensor& v) { TP_FORWARD(matmul, 
 Grads5 matmul_backward(const at::Tensor& grad, const Request& req, const at::Tensor& v, std::array<bool, 5> mask) {
   TP_FORWARD(matmul_backward, grad, req, v, mask)
 }
-at::Tensor row_sum(const Request& req) { TP_FORWARD(row_sum, req) }
-Grads4 row_sum_backward(const at::Tensor& grad, const Request& req, std::array<bool, 4> mask) {
-  TP_FORWARD(row_sum_backward, grad, req, mask)
+at::Tensor row_reduce(const Request& req, RowReduction reduction) { TP_FORWARD(row_reduce, req, reduction) }
+Grads4 row_reduce_backward(const at::Tensor& grad, const Request& req, RowReduction reduction,
+                           const at::Tensor& result, std::array<bool, 4> mask) {
+  TP_FORWARD(row_reduce_backward, grad, req, reduction, result, mask)
+}
+std::tuple<at::Tensor, at::Tensor> topk(const Request& req, int64_t k, bool largest, bool nan_first) {
+  TP_FORWARD(topk, req, k, largest, nan_first)
+}
+std::tuple<at::Tensor, at::Tensor> softmax_matmul(const Request& req, const at::Tensor& v) {
+  TP_FORWARD(softmax_matmul, req, v)
+}
+Grads5 softmax_matmul_backward(const at::Tensor& grad, const Request& req, const at::Tensor& v,
+                               const at::Tensor& out, const at::Tensor& lse, std::array<bool, 5> mask) {
+  TP_FORWARD(softmax_matmul_backward, grad, req, v, out, lse, mask)
 }
 }  // namespace dispatch
 #undef TP_FORWARD

@@ -4,6 +4,7 @@
 // the streamed backward sweep every consumer's gradient goes through. A consumer file
 // (consumers_cpu.cpp, pdist_cpu.cpp, ...) includes this and adds its folds.
 #include <cstdlib>
+#include <type_traits>
 
 #include "cpu/sources.h"
 #include "engines/request.h"
@@ -77,10 +78,21 @@ inline int64_t column_buffer_budget() {
 }
 
 // The backward sweep(s) of a row consumer. For each tile, gup(b, flipped, r0, nr, c0, nc,
-// buf, ld) writes dL/dK in the sweep's orientation. With extra_cols > 0 (dV of matmul), the
+// buf, ld) writes dL/dK in the sweep's orientation (a gup that needs the tile's values, as
+// logsumexp's does, takes the tile source as an extra first argument and produces them). With extra_cols > 0 (dV of matmul), the
 // consumer also needs the operator's columns' share: extra(b, thread, flipped, r0, nr, c0,
 // nc, values, ldv, dextra) where dextra points at the columns' [cols, extra_cols] buffer of
 // this thread (one pass), or at the rows' own rows (two passes, flipped sweep).
+template <typename T, typename Gup>
+inline void call_gup(const Gup& gup, const TileSource<T>& s, int64_t b, bool flipped, int64_t r0, int64_t nr,
+                     int64_t c0, int64_t nc, T* buf, int64_t ld) {
+  if constexpr (std::is_invocable_v<Gup, const TileSource<T>&, int64_t, bool, int64_t, int64_t, int64_t, int64_t, T*,
+                                    int64_t>)
+    gup(s, b, flipped, r0, nr, c0, nc, buf, ld);
+  else
+    gup(b, flipped, r0, nr, c0, nc, buf, ld);
+}
+
 template <typename T, typename Gup, typename Extra>
 Grads4 backward(const Request& req, const std::array<bool, 4>& mask, int64_t extra_cols, at::Tensor* dextra_out,
                 const Gup& gup, const Extra& extra) {
@@ -123,7 +135,7 @@ Grads4 backward(const Request& req, const std::array<bool, 4>& mask, int64_t ext
       T* cs = cside_tl.defined() ? cside_tl.data_ptr<T>() + (int64_t(tid) * B + b) * cols : nullptr;
       T* ex = extra_tl.defined() ? extra_tl.data_ptr<T>() + (int64_t(tid) * B + b) * cols * extra_cols : nullptr;
       for_each_col_block<T>(s, [&](int64_t c0, int64_t nc) {
-        gup(b, req.spec.flipped, r0, nr, c0, nc, gbuf, ld);
+        call_gup(gup, s, b, req.spec.flipped, r0, nr, c0, nc, gbuf, ld);
         s.vjp(r0, nr, c0, nc, gbuf, ld, dr, rs, dc ? dc + c0 * d : nullptr, cs ? cs + c0 : nullptr, vbuf, ld);
         if (need_extra) extra(b, req.spec.flipped, r0, nr, c0, nc, vbuf, ld, ex + c0 * extra_cols);
       });
@@ -143,7 +155,7 @@ Grads4 backward(const Request& req, const std::array<bool, 4>& mask, int64_t ext
         T* dr = drow.data_ptr<T>() + (b * rows + r0) * d;
         T* rs = rside.defined() ? rside.data_ptr<T>() + b * rows + r0 : nullptr;
         for_each_col_block<T>(s, [&](int64_t c0, int64_t nc) {
-          gup(b, req.spec.flipped, r0, nr, c0, nc, gbuf, ld);
+          call_gup(gup, s, b, req.spec.flipped, r0, nr, c0, nc, gbuf, ld);
           s.vjp(r0, nr, c0, nc, gbuf, ld, dr, rs, nullptr, nullptr, nullptr, ld);
         });
       });
@@ -164,7 +176,7 @@ Grads4 backward(const Request& req, const std::array<bool, 4>& mask, int64_t ext
         T* rs = cside.defined() ? cside.data_ptr<T>() + b * cols + r0 : nullptr;
         T* ex = need_extra ? dextra.data_ptr<T>() + (b * cols + r0) * extra_cols : nullptr;
         for_each_col_block<T>(s, [&](int64_t c0, int64_t nc) {
-          gup(b, !req.spec.flipped, r0, nr, c0, nc, gbuf, ld);
+          call_gup(gup, s, b, !req.spec.flipped, r0, nr, c0, nc, gbuf, ld);
           if (dr)
             s.vjp(r0, nr, c0, nc, gbuf, ld, dr, rs, nullptr, nullptr, vbuf, ld);
           else

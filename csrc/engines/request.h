@@ -23,6 +23,9 @@ struct Request {
   int64_t cols() const { return spec.flipped ? x.size(1) : y.size(1); }
 };
 
+// The row reductions of the _row_reduce operator.
+enum class RowReduction : int { kSum = 0, kLogSumExp = 1 };
+
 // Gradients with respect to (x, y, a, b[, v]); undefined where not requested.
 using Grads4 = std::array<at::Tensor, 4>;
 using Grads5 = std::array<at::Tensor, 5>;

@@ -9,7 +9,16 @@ engine::Grads4 dense_backward(const at::Tensor& grad, const engine::Request& req
 at::Tensor matmul(const engine::Request& req, const at::Tensor& v);
 engine::Grads5 matmul_backward(const at::Tensor& grad, const engine::Request& req, const at::Tensor& v,
                                std::array<bool, 5> mask);
-at::Tensor row_sum(const engine::Request& req);
-engine::Grads4 row_sum_backward(const at::Tensor& grad, const engine::Request& req, std::array<bool, 4> mask);
+at::Tensor row_reduce(const engine::Request& req, engine::RowReduction reduction);
+engine::Grads4 row_reduce_backward(const at::Tensor& grad, const engine::Request& req, engine::RowReduction reduction,
+                                   const at::Tensor& result, std::array<bool, 4> mask);
+std::tuple<at::Tensor, at::Tensor> topk(const engine::Request& req, int64_t k, bool largest, bool nan_first);
+std::tuple<at::Tensor, at::Tensor> softmax_matmul(const engine::Request& req, const at::Tensor& v);
+engine::Grads5 softmax_matmul_backward(const at::Tensor& grad, const engine::Request& req, const at::Tensor& v,
+                                       const at::Tensor& out, const at::Tensor& lse, std::array<bool, 5> mask);
+// Matched pairs K(x_p, y_p) (x, y [B, P, d]); every device, CPU included, runs this ATen
+// form: it is O(P d), so a native loop would buy nothing.
+at::Tensor paired(const engine::Request& req, const at::Tensor& self_mask);
+engine::Grads4 paired_backward(const at::Tensor& grad, const engine::Request& req, const at::Tensor& self_mask);
 
 }  // namespace tp::generic

@@ -8,6 +8,7 @@
 #include <c10/util/Exception.h>
 
 #include <limits>
+#include <type_traits>
 
 #include "metrics/elementwise.h"
 #include "metrics/inner_product.h"
@@ -34,6 +35,12 @@ struct Evaluator {
   virtual at::Tensor values(const Tile& t) const = 0;
   // Returns the tile's values; accumulates into drow [B, nr, d] and dside [B, nr] (if defined).
   virtual at::Tensor vjp(const Tile& t, const at::Tensor& gup, at::Tensor& drow, at::Tensor& dside) const = 0;
+  // Matched pairs: value_p = K(x_p, y_p) for x, y [B, P, d], sides a, b [B, P] (or
+  // undefined); self_mask [B, P] (or undefined) marks exact self-comparisons.
+  virtual at::Tensor paired_values(const at::Tensor& x, const at::Tensor& y, const at::Tensor& a,
+                                   const at::Tensor& b, const at::Tensor& self_mask) const = 0;
+  virtual engine::Grads4 paired_vjp(const at::Tensor& x, const at::Tensor& y, const at::Tensor& a,
+                                    const at::Tensor& b, const at::Tensor& self_mask, const at::Tensor& gup) const = 0;
   bool elementwise = false;
 };
 
@@ -56,17 +63,54 @@ struct ElementwiseEvaluator final : Evaluator {
   void accumulate(const Tile& t, at::Tensor* terms, at::Tensor* acc) const {
     at::Tensor X, Y;
     operands(t, X, Y);
+    accumulate(X, Y, terms, acc);
+  }
+
+  // Terms of broadcastable X, Y [..., d] and their reduction over the last dimension.
+  void accumulate(const at::Tensor& X, const at::Tensor& Y, at::Tensor* terms, at::Tensor* acc) const {
     M::term(X, Y, terms, s);
+    const auto shape = at::infer_size(X.sizes(), Y.sizes());
     for (int i = 0; i < M::kAcc; ++i) {
-      // broadcast to the full tile even when a term does not depend on both sides
-      terms[i] = terms[i].expand({t.rowx.size(0), t.rowx.size(1), t.colx.size(1), t.rowx.size(2)});
+      // broadcast to the full shape even when a term does not depend on both sides
+      terms[i] = terms[i].expand(shape);
       if constexpr (M::kMax) {
-        acc[i] = t.rowx.size(2) == 0 ? at::zeros(terms[i].sizes().slice(0, 3), terms[i].options())
-                                     : at::clamp_min(terms[i].amax(-1), 0.0);
+        acc[i] = shape.back() == 0 ? at::zeros(terms[i].sizes().slice(0, shape.size() - 1), terms[i].options())
+                                   : at::clamp_min(terms[i].amax(-1), 0.0);
       } else {
         acc[i] = terms[i].sum(-1);
       }
     }
+  }
+
+  // d value / d x and d value / d y for each feature, weighted by gup [...]
+  void weighted_grads(const at::Tensor& X, const at::Tensor& Y, at::Tensor* terms, at::Tensor* acc,
+                      const at::Tensor& gup, at::Tensor& gx, at::Tensor& gy) const {
+    const at::Tensor value = M::finalize(acc, s);
+    at::Tensor ctx[kCtxSize];
+    M::grad_context(acc, value, ctx, s);
+    for (int i = 0; i < M::kCtx; ++i) ctx[i] = ctx[i].unsqueeze(-1);
+    at::Tensor w = gup.unsqueeze(-1);
+    if constexpr (M::kMax) {
+      const at::Tensor ties = (terms[0] == acc[0].unsqueeze(-1)).to(w.scalar_type());
+      w = w * ties / ties.sum(-1, /*keepdim=*/true);
+    }
+    gx = w * M::dx(X, Y, ctx, s);
+    gy = w * M::dy(X, Y, ctx, s);
+  }
+
+  at::Tensor paired_values(const at::Tensor& x, const at::Tensor& y, const at::Tensor&, const at::Tensor&,
+                           const at::Tensor&) const override {
+    at::Tensor terms[M::kAcc], acc[M::kAcc];
+    accumulate(x, y, terms, acc);  // differences are exact: self-comparisons need no mask
+    return M::finalize(acc, s);
+  }
+
+  engine::Grads4 paired_vjp(const at::Tensor& x, const at::Tensor& y, const at::Tensor&, const at::Tensor&,
+                            const at::Tensor&, const at::Tensor& gup) const override {
+    at::Tensor terms[M::kAcc], acc[M::kAcc], gx, gy;
+    accumulate(x, y, terms, acc);
+    weighted_grads(x, y, terms, acc, gup, gx, gy);
+    return {gx, gy, at::Tensor(), at::Tensor()};
   }
 
   at::Tensor values(const Tile& t) const override {
@@ -105,6 +149,50 @@ struct InnerProductEvaluator final : Evaluator {
   void sides(const Tile& t, const at::Tensor& g, at::Tensor& ra, at::Tensor& cb) const {
     ra = t.rside.defined() ? t.rside.unsqueeze(2) : at::zeros({}, g.options());
     cb = t.cside.defined() ? t.cside.unsqueeze(1) : at::zeros({}, g.options());
+  }
+
+  // value, d/dg, d/d(x side), d/d(y side) from g = x'.y' and the sides (x side first);
+  // `self` marks exact self-comparisons (distance-based kernels: d2 = 0, gradient 0).
+  void evaluate(const at::Tensor& g, const at::Tensor& ax, const at::Tensor& by, const at::Tensor& self,
+                at::Tensor& val, at::Tensor& fg, at::Tensor& fx, at::Tensor& fy) const {
+    if constexpr (M::kDistanceBased) {
+      const at::Tensor zero = at::zeros({}, g.options());
+      const at::Tensor raw = ax + by - 2 * g;
+      at::Tensor d2 = at::clamp_min(raw, 0.0);
+      if (self.defined()) d2 = at::where(self, zero, d2);
+      val = M::h(d2, s);
+      at::Tensor dh = M::dh(d2, val, s);
+      const double eps = g.scalar_type() == at::kFloat ? double(std::numeric_limits<float>::epsilon())
+                                                       : std::numeric_limits<double>::epsilon();
+      const at::Tensor floor = M::kSingularAtZero ? (ax + by) * (16 * eps) : zero;
+      dh = at::where(raw <= floor, zero, dh);
+      if (self.defined()) dh = at::where(self, zero, dh);
+      fg = -2 * dh;
+      fx = dh;
+      fy = dh;
+    } else {
+      val = M::value(g, ax, by, s);
+      M::grad(g, ax, by, val, fg, fx, fy, s);
+    }
+  }
+
+  at::Tensor paired_values(const at::Tensor& x, const at::Tensor& y, const at::Tensor& a, const at::Tensor& b,
+                           const at::Tensor& self_mask) const override {
+    const at::Tensor g = (x * y).sum(-1);
+    const at::Tensor zero = at::zeros({}, g.options());
+    at::Tensor val, fg, fx, fy;
+    evaluate(g, a.defined() ? a : zero, b.defined() ? b : zero, self_mask, val, fg, fx, fy);
+    return val;
+  }
+
+  engine::Grads4 paired_vjp(const at::Tensor& x, const at::Tensor& y, const at::Tensor& a, const at::Tensor& b,
+                            const at::Tensor& self_mask, const at::Tensor& gup) const override {
+    const at::Tensor g = (x * y).sum(-1);
+    const at::Tensor zero = at::zeros({}, g.options());
+    at::Tensor val, fg, fx, fy;
+    evaluate(g, a.defined() ? a : zero, b.defined() ? b : zero, self_mask, val, fg, fx, fy);
+    const at::Tensor wg = (gup * fg).unsqueeze(-1);
+    return {wg * y, wg * x, a.defined() ? gup * fx : at::Tensor(), b.defined() ? gup * fy : at::Tensor()};
   }
 
   at::Tensor diagonal(const Tile& t, const at::Tensor& g) const {
@@ -225,8 +313,18 @@ struct Sweep {
   }
 };
 
-// gup(flipped, r0, nr, c0, nc) -> dL/dK tile [B, nr, nc] in the sweep's orientation;
+// gup(flipped, r0, nr, c0, nc) -> dL/dK tile [B, nr, nc] in the sweep's orientation (a gup
+// that needs the tile's values takes (evaluator, tile) as extra first arguments);
 // after(r0, nr, c0, nc, values) sees the flipped sweep's values when want_values.
+template <typename Gup>
+at::Tensor call_gup(const Gup& gup, const Evaluator& ev, const Tile& t, bool flipped, int64_t r0, int64_t nr,
+                    int64_t c0, int64_t nc) {
+  if constexpr (std::is_invocable_v<Gup, const Evaluator&, const Tile&, bool, int64_t, int64_t, int64_t, int64_t>)
+    return gup(ev, t, flipped, r0, nr, c0, nc);
+  else
+    return gup(flipped, r0, nr, c0, nc);
+}
+
 template <typename Gup, typename After>
 engine::Grads4 backward_sweeps(const Request& req, std::array<bool, 4> mask, bool want_values, const Gup& gup,
                                const After& after) {
@@ -244,7 +342,8 @@ engine::Grads4 backward_sweeps(const Request& req, std::array<bool, 4> mask, boo
     sw.for_each([&](int64_t r0, int64_t nr, int64_t c0, int64_t nc) {
       at::Tensor drow_blk = drow.narrow(1, r0, nr);
       at::Tensor dside_blk = dside.defined() ? dside.narrow(1, r0, nr) : at::Tensor();
-      const at::Tensor values = ev->vjp(sw.tile(r0, nr, c0, nc), gup(flipped, r0, nr, c0, nc), drow_blk, dside_blk);
+      const Tile tile = sw.tile(r0, nr, c0, nc);
+      const at::Tensor values = ev->vjp(tile, call_gup(gup, *ev, tile, flipped, r0, nr, c0, nc), drow_blk, dside_blk);
       if (need_values) after(r0, nr, c0, nc, values);
     });
     (flipped ? g[1] : g[0]) = drow;
@@ -258,7 +357,7 @@ engine::Grads4 backward_sweeps(const Request& req, std::array<bool, 4> mask, boo
 at::Tensor dense(const Request& req) {
   auto ev = make_evaluator(req.spec);
   Sweep sw(req, req.spec.flipped, *ev);
-  at::Tensor out = at::empty({req.batch(), sw.rows(), sw.cols()}, req.x.options());
+  at::Tensor out = at::empty({req.batch(), sw.rows(), sw.cols()}, req.value_options());
   sw.for_each([&](int64_t r0, int64_t nr, int64_t c0, int64_t nc) {
     out.narrow(1, r0, nr).narrow(2, c0, nc).copy_(ev->values(sw.tile(r0, nr, c0, nc)));
   });
@@ -278,7 +377,7 @@ engine::Grads4 dense_backward(const at::Tensor& grad, const Request& req, std::a
 at::Tensor matmul(const Request& req, const at::Tensor& v) {
   auto ev = make_evaluator(req.spec);
   Sweep sw(req, req.spec.flipped, *ev);
-  at::Tensor out = at::zeros({req.batch(), sw.rows(), v.size(2)}, req.x.options());
+  at::Tensor out = at::zeros({req.batch(), sw.rows(), v.size(2)}, req.value_options());
   sw.for_each([&](int64_t r0, int64_t nr, int64_t c0, int64_t nc) {
     out.narrow(1, r0, nr).add_(at::matmul(ev->values(sw.tile(r0, nr, c0, nc)), v.narrow(1, c0, nc)));
   });
@@ -300,24 +399,150 @@ engine::Grads5 matmul_backward(const at::Tensor& grad, const Request& req, const
   return {g[0], g[1], g[2], g[3], dv};
 }
 
-at::Tensor row_sum(const Request& req) {
+at::Tensor row_reduce(const Request& req, engine::RowReduction reduction) {
   auto ev = make_evaluator(req.spec);
   Sweep sw(req, req.spec.flipped, *ev);
-  at::Tensor out = at::zeros({req.batch(), sw.rows()}, req.x.options());
+  if (reduction == engine::RowReduction::kSum) {
+    at::Tensor out = at::zeros({req.batch(), sw.rows()}, req.value_options());
+    sw.for_each([&](int64_t r0, int64_t nr, int64_t c0, int64_t nc) {
+      out.narrow(1, r0, nr).add_(ev->values(sw.tile(r0, nr, c0, nc)).sum(-1));
+    });
+    return out;
+  }
+  // logsumexp over column chunks: combine chunk results with a stable logaddexp.
+  at::Tensor out = at::full({req.batch(), sw.rows()}, -std::numeric_limits<double>::infinity(), req.value_options());
   sw.for_each([&](int64_t r0, int64_t nr, int64_t c0, int64_t nc) {
-    out.narrow(1, r0, nr).add_(ev->values(sw.tile(r0, nr, c0, nc)).sum(-1));
+    at::Tensor blk = out.narrow(1, r0, nr);
+    blk.copy_(at::logaddexp(blk, at::logsumexp(ev->values(sw.tile(r0, nr, c0, nc)), {-1})));
   });
   return out;
 }
 
-engine::Grads4 row_sum_backward(const at::Tensor& grad, const Request& req, std::array<bool, 4> mask) {
+engine::Grads4 row_reduce_backward(const at::Tensor& grad, const Request& req, engine::RowReduction reduction,
+                                   const at::Tensor& result, std::array<bool, 4> mask) {
+  if (reduction == engine::RowReduction::kSum)
+    return backward_sweeps(
+        req, mask, false,
+        [&](bool flipped, int64_t r0, int64_t nr, int64_t c0, int64_t nc) {
+          return flipped == req.spec.flipped ? grad.narrow(1, r0, nr).unsqueeze(2).expand({-1, nr, nc})
+                                             : grad.narrow(1, c0, nc).unsqueeze(1).expand({-1, nr, nc});
+        },
+        [](int64_t, int64_t, int64_t, int64_t, const at::Tensor&) {});
+  // logsumexp: dL/dK_rc = grad_r exp(K_rc - lse_r), 0 on rows whose lse is -inf
   return backward_sweeps(
       req, mask, false,
-      [&](bool flipped, int64_t r0, int64_t nr, int64_t c0, int64_t nc) {
-        return flipped == req.spec.flipped ? grad.narrow(1, r0, nr).unsqueeze(2).expand({-1, nr, nc})
-                                           : grad.narrow(1, c0, nc).unsqueeze(1).expand({-1, nr, nc});
+      [&](const Evaluator& ev, const Tile& t, bool flipped, int64_t r0, int64_t nr, int64_t c0, int64_t nc) {
+        const bool own = flipped == req.spec.flipped;
+        const at::Tensor g = own ? grad.narrow(1, r0, nr).unsqueeze(2) : grad.narrow(1, c0, nc).unsqueeze(1);
+        const at::Tensor l = own ? result.narrow(1, r0, nr).unsqueeze(2) : result.narrow(1, c0, nc).unsqueeze(1);
+        const at::Tensor p = at::where(at::isneginf(l), at::zeros({}, l.options()), at::exp(ev.values(t) - l));
+        return g * p;
       },
       [](int64_t, int64_t, int64_t, int64_t, const at::Tensor&) {});
+}
+
+// Running top-k merged chunk by chunk. Candidates are kept in column order and sorted
+// stably, so ties keep the lower column; NaN first when nan_first (torch.min/max; torch.topk
+// with largest=True), last otherwise.
+std::tuple<at::Tensor, at::Tensor> topk(const Request& req, int64_t k, bool largest, bool nan_first) {
+  auto ev = make_evaluator(req.spec);
+  Sweep sw(req, req.spec.flipped, *ev);
+  const auto long_opts = req.value_options().dtype(at::kLong);
+  at::Tensor values = at::empty({req.batch(), sw.rows(), k}, req.value_options());
+  at::Tensor indices = at::empty({req.batch(), sw.rows(), k}, long_opts);
+  if (values.numel() == 0) return {values, indices};
+  for (int64_t r0 = 0; r0 < sw.rows(); r0 += sw.row_chunk) {
+    const int64_t nr = std::min(sw.row_chunk, sw.rows() - r0);
+    at::Tensor best_v, best_i;
+    for (int64_t c0 = 0; c0 < sw.cols(); c0 += sw.col_chunk) {
+      const int64_t nc = std::min(sw.col_chunk, sw.cols() - c0);
+      at::Tensor v = ev->values(sw.tile(r0, nr, c0, nc));
+      at::Tensor i = at::arange(c0, c0 + nc, long_opts).expand_as(v);
+      if (best_v.defined()) {
+        v = at::cat({best_v, v}, -1);
+        i = at::cat({best_i, i}, -1);
+      }
+      // order by value (stable: ties keep column order), then move NaN to its place
+      at::Tensor order = std::get<1>(at::sort(v, /*stable=*/true, -1, /*descending=*/largest));
+      v = v.gather(-1, order);
+      i = i.gather(-1, order);
+      const at::Tensor nan_key = nan_first ? at::isnan(v).logical_not() : at::isnan(v);
+      order = std::get<1>(at::sort(nan_key.to(at::kByte), /*stable=*/true, -1, /*descending=*/false));
+      best_v = v.gather(-1, order).narrow(-1, 0, std::min<int64_t>(k, v.size(-1)));
+      best_i = i.gather(-1, order).narrow(-1, 0, std::min<int64_t>(k, v.size(-1)));
+    }
+    values.narrow(1, r0, nr).copy_(best_v);
+    indices.narrow(1, r0, nr).copy_(best_i);
+  }
+  return {values, indices};
+}
+
+std::tuple<at::Tensor, at::Tensor> softmax_matmul(const Request& req, const at::Tensor& v) {
+  auto ev = make_evaluator(req.spec);
+  Sweep sw(req, req.spec.flipped, *ev);
+  const int64_t C = v.size(2);
+  at::Tensor out = at::zeros({req.batch(), sw.rows(), C}, req.value_options());
+  at::Tensor lse = at::full({req.batch(), sw.rows()}, -std::numeric_limits<double>::infinity(), req.value_options());
+  if (sw.cols() == 0) return {out, lse};
+  for (int64_t r0 = 0; r0 < sw.rows(); r0 += sw.row_chunk) {
+    const int64_t nr = std::min(sw.row_chunk, sw.rows() - r0);
+    at::Tensor m = at::full({req.batch(), nr, 1}, -std::numeric_limits<double>::infinity(), req.value_options());
+    at::Tensor s = at::zeros({req.batch(), nr, 1}, req.value_options());
+    at::Tensor acc = at::zeros({req.batch(), nr, C}, req.value_options());
+    for (int64_t c0 = 0; c0 < sw.cols(); c0 += sw.col_chunk) {
+      const int64_t nc = std::min(sw.col_chunk, sw.cols() - c0);
+      const at::Tensor K = ev->values(sw.tile(r0, nr, c0, nc));
+      const at::Tensor shift_old = at::where(at::isfinite(m), m, at::zeros({}, m.options()));
+      m = at::maximum(m, std::get<0>(K.max(-1, /*keepdim=*/true)));
+      const at::Tensor shift = at::where(at::isfinite(m), m, at::zeros({}, m.options()));
+      const at::Tensor factor = at::exp(shift_old - shift);
+      const at::Tensor P = at::exp(K - shift);
+      s = s * factor + P.sum(-1, /*keepdim=*/true);
+      acc = acc * factor + at::matmul(P, v.narrow(1, c0, nc));
+    }
+    out.narrow(1, r0, nr).copy_(acc / s);
+    const at::Tensor shift = at::where(at::isfinite(m), m, at::zeros({}, m.options()));
+    lse.narrow(1, r0, nr).copy_((at::log(s) + shift).squeeze(-1));
+  }
+  return {out, lse};
+}
+
+engine::Grads5 softmax_matmul_backward(const at::Tensor& grad, const Request& req, const at::Tensor& v,
+                                       const at::Tensor& out, const at::Tensor& lse, std::array<bool, 5> mask) {
+  const at::Tensor delta = (grad * out).sum(-1);
+  at::Tensor dv = mask[4] ? at::zeros_like(v) : at::Tensor();
+  auto prob = [&](const at::Tensor& K, const at::Tensor& l) {
+    return at::where(at::isneginf(l), at::zeros({}, l.options()), at::exp(K - l));
+  };
+  auto g = backward_sweeps(
+      req, {mask[0], mask[1], mask[2], mask[3]}, mask[4],
+      [&](const Evaluator& ev, const Tile& t, bool flipped, int64_t r0, int64_t nr, int64_t c0, int64_t nc) {
+        const bool own = flipped == req.spec.flipped;
+        const at::Tensor K = ev.values(t);
+        if (own) {  // dL/dK_rc = p_rc (grad_r . v_c - delta_r)
+          const at::Tensor gv = at::matmul(grad.narrow(1, r0, nr), v.narrow(1, c0, nc).transpose(1, 2));
+          return prob(K, lse.narrow(1, r0, nr).unsqueeze(2)) * (gv - delta.narrow(1, r0, nr).unsqueeze(2));
+        }
+        const at::Tensor gv = at::matmul(v.narrow(1, r0, nr), grad.narrow(1, c0, nc).transpose(1, 2));
+        return prob(K, lse.narrow(1, c0, nc).unsqueeze(1)) * (gv - delta.narrow(1, c0, nc).unsqueeze(1));
+      },
+      [&](int64_t r0, int64_t nr, int64_t c0, int64_t nc, const at::Tensor& values) {
+        // the flipped sweep: rows are V's rows, dV_r += sum_c p_cr grad_c
+        const at::Tensor p = prob(values, lse.narrow(1, c0, nc).unsqueeze(1));
+        dv.narrow(1, r0, nr).add_(at::matmul(p, grad.narrow(1, c0, nc)));
+      });
+  return {g[0], g[1], g[2], g[3], dv};
+}
+
+// ---- paired values: value_p = K(x_p, y_p) for matched rows ---------------------------------
+at::Tensor paired(const Request& req, const at::Tensor& self_mask) {
+  auto ev = make_evaluator(req.spec);
+  return ev->paired_values(req.x, req.y, req.a, req.b, self_mask);
+}
+
+engine::Grads4 paired_backward(const at::Tensor& grad, const Request& req, const at::Tensor& self_mask) {
+  auto ev = make_evaluator(req.spec);
+  return ev->paired_vjp(req.x, req.y, req.a, req.b, self_mask, grad);
 }
 
 }  // namespace tp::generic

@@ -30,7 +30,9 @@ void autocast_to_float32(const c10::OperatorHandle& op, c10::DispatchKeySet, tor
 }
 
 void register_autocast(torch::Library& m) {
-  for (const char* name : {"pairwise", "lazy_matmul", "lazy_sum", "_dense", "_matmul", "_row_sum"})
+  for (const char* name : {"pairwise", "lazy_matmul", "lazy_reduce", "lazy_topk", "lazy_softmax_matmul", "knn",
+                           "hausdorff", "chamfer", "mmd", "energy_distance", "_dense", "_matmul", "_row_reduce",
+                           "_topk", "_softmax_matmul", "_paired"})
     m.impl(name, torch::CppFunction::makeFromBoxedFunction<&autocast_to_float32>());
 }
 

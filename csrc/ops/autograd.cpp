@@ -1,8 +1,8 @@
 // C++ autograd for the core operators (registered to the Autograd key, so LibTorch users
 // get gradients exactly as Python users do). Each backward is itself a core operator
-// (_dense_backward, ...) that streams over tiles; saved state is the inputs only, never an
-// N x M buffer. Backward operators are registered as non-differentiable: asking for a
-// second derivative raises a clear error.
+// (_dense_backward, ...) that streams over tiles; saved state is the inputs (and small
+// per-row results such as a logsumexp), never an N x M buffer. Backward operators are
+// registered as non-differentiable: asking for a second derivative raises a clear error.
 #include <torch/autograd.h>
 #include <torch/library.h>
 
@@ -16,26 +16,19 @@ namespace {
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 using Opt = std::optional<at::Tensor>;
+using Dtype = std::optional<at::ScalarType>;
+using Back4 = std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor>;
+using Back5 = std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor>;
+using Mask4 = std::array<bool, 4>;
+using Mask5 = std::array<bool, 5>;
 
 template <typename Sig>
 c10::TypedOperatorHandle<Sig> handle(const char* name) {
   return c10::Dispatcher::singleton().findSchemaOrThrow(name, "").typed<Sig>();
 }
 
-using Dtype = std::optional<at::ScalarType>;
-using CoreSig = at::Tensor(const at::Tensor&, const at::Tensor&, const Opt&, const Opt&, c10::string_view,
-                           at::ArrayRef<double>, bool, bool, Dtype);
-using CoreVSig = at::Tensor(const at::Tensor&, const at::Tensor&, const Opt&, const Opt&, const at::Tensor&,
-                            c10::string_view, at::ArrayRef<double>, bool, bool, Dtype);
-using Back4 = std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor>;
-using Back5 = std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor>;
-using BackSig = Back4(const at::Tensor&, const at::Tensor&, const at::Tensor&, const Opt&, const Opt&,
-                      c10::string_view, at::ArrayRef<double>, bool, bool, Dtype, std::array<bool, 4>);
-using BackVSig = Back5(const at::Tensor&, const at::Tensor&, const at::Tensor&, const Opt&, const Opt&,
-                       const at::Tensor&, c10::string_view, at::ArrayRef<double>, bool, bool, Dtype,
-                       std::array<bool, 5>);
-
 Opt maybe(const at::Tensor& t) { return t.defined() ? Opt(t) : Opt(); }
+at::Tensor grad_or_none(bool needed, const at::Tensor& g) { return needed ? g : at::Tensor(); }
 
 // needs_input_grad() counts only the tensors actually passed (absent optionals have no
 // edge): map it back onto argument positions.
@@ -46,157 +39,299 @@ std::array<bool, N> needed(AutogradContext* ctx, const std::array<bool, N>& pres
   for (size_t i = 0; i < N; ++i) out[i] = present[i] ? ctx->needs_input_grad(edge++) : false;
   return out;
 }
-at::Tensor grad_or_none(bool needed, const at::Tensor& g) { return needed ? g : at::Tensor(); }
 
-void save_engine(AutogradContext* ctx, c10::string_view kernel, at::ArrayRef<double> scalars, bool symmetric,
-                 bool transpose, Dtype dtype) {
-  ctx->saved_data["kernel"] = std::string(kernel);
-  ctx->saved_data["scalars"] = scalars.vec();
-  ctx->saved_data["symmetric"] = symmetric;
-  ctx->saved_data["transpose"] = transpose;
-  ctx->saved_data["dtype"] = dtype.has_value() ? c10::IValue(int64_t(*dtype)) : c10::IValue();
-}
-
+// The engine arguments every core operator carries, saved for its backward.
 struct Engine {
   std::string kernel;
   std::vector<double> scalars;
-  bool symmetric, transpose;
+  bool symmetric = false, transpose = false;
   Dtype dtype;
+
+  void save(AutogradContext* ctx) const {
+    ctx->saved_data["kernel"] = kernel;
+    ctx->saved_data["scalars"] = scalars;
+    ctx->saved_data["symmetric"] = symmetric;
+    ctx->saved_data["transpose"] = transpose;
+    ctx->saved_data["dtype"] = dtype.has_value() ? c10::IValue(int64_t(*dtype)) : c10::IValue();
+  }
+  static Engine load(AutogradContext* ctx) {
+    const auto& d = ctx->saved_data["dtype"];
+    return {ctx->saved_data["kernel"].toStringRef(), ctx->saved_data["scalars"].toDoubleVector(),
+            ctx->saved_data["symmetric"].toBool(), ctx->saved_data["transpose"].toBool(),
+            d.isNone() ? Dtype() : Dtype(at::ScalarType(d.toInt()))};
+  }
 };
-Engine load_engine(AutogradContext* ctx) {
-  const auto& d = ctx->saved_data["dtype"];
-  return {ctx->saved_data["kernel"].toStringRef(), ctx->saved_data["scalars"].toDoubleVector(),
-          ctx->saved_data["symmetric"].toBool(), ctx->saved_data["transpose"].toBool(),
-          d.isNone() ? Dtype() : Dtype(at::ScalarType(d.toInt()))};
+
+Engine engine_of(c10::string_view kernel, at::ArrayRef<double> scalars, bool symmetric, bool transpose, Dtype dtype) {
+  return {std::string(kernel), scalars.vec(), symmetric, transpose, dtype};
 }
 
-// A core operator (by name) whose gradient is its named backward operator.
-template <const char* Forward, const char* Backward>
-struct OperatorFunction : public torch::autograd::Function<OperatorFunction<Forward, Backward>> {
+void save_operands(AutogradContext* ctx, const at::Tensor& x, const at::Tensor& y, const Opt& a, const Opt& b,
+                   std::vector<at::Tensor> extra = {}) {
+  std::vector<at::Tensor> all{x, y, a.value_or(at::Tensor()), b.value_or(at::Tensor())};
+  all.insert(all.end(), extra.begin(), extra.end());
+  ctx->save_for_backward(all);
+}
+
+variable_list four_then_none(const Mask4& mask, const Back4& g, size_t nones) {
+  variable_list out{grad_or_none(mask[0], std::get<0>(g)), grad_or_none(mask[1], std::get<1>(g)),
+                    grad_or_none(mask[2], std::get<2>(g)), grad_or_none(mask[3], std::get<3>(g))};
+  out.resize(4 + nones);
+  return out;
+}
+
+// ---- _dense -----------------------------------------------------------------------------
+using DenseSig = at::Tensor(const at::Tensor&, const at::Tensor&, const Opt&, const Opt&, c10::string_view,
+                            at::ArrayRef<double>, bool, bool, Dtype);
+using DenseBackSig = Back4(const at::Tensor&, const at::Tensor&, const at::Tensor&, const Opt&, const Opt&,
+                           c10::string_view, at::ArrayRef<double>, bool, bool, Dtype, Mask4);
+
+struct DenseFunction : public torch::autograd::Function<DenseFunction> {
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, const at::Tensor& y, const Opt& a,
                             const Opt& b, c10::string_view kernel, at::ArrayRef<double> scalars, bool symmetric,
                             bool transpose, Dtype dtype) {
-    ctx->save_for_backward({x, y, a.value_or(at::Tensor()), b.value_or(at::Tensor())});
-    save_engine(ctx, kernel, scalars, symmetric, transpose, dtype);
+    save_operands(ctx, x, y, a, b);
+    engine_of(kernel, scalars, symmetric, transpose, dtype).save(ctx);
     at::AutoDispatchBelowADInplaceOrView guard;
-    static auto op = handle<CoreSig>(Forward);
+    static auto op = handle<DenseSig>("torchpair::_dense");
     return op.call(x, y, a, b, kernel, scalars, symmetric, transpose, dtype);
   }
-
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
-    const auto saved = ctx->get_saved_variables();
-    const Engine e = load_engine(ctx);
-    const auto mask = needed<4>(ctx, {true, true, saved[2].defined(), saved[3].defined()});
-    static auto op = handle<BackSig>(Backward);
-    auto [dx, dy, da, db] = op.call(grads[0], saved[0], saved[1], maybe(saved[2]), maybe(saved[3]), e.kernel,
-                                    e.scalars, e.symmetric, e.transpose, e.dtype, mask);
-    return {grad_or_none(mask[0], dx), grad_or_none(mask[1], dy), grad_or_none(mask[2], da),
-            grad_or_none(mask[3], db), at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
+    const auto s = ctx->get_saved_variables();
+    const Engine e = Engine::load(ctx);
+    const auto mask = needed<4>(ctx, {true, true, s[2].defined(), s[3].defined()});
+    static auto op = handle<DenseBackSig>("torchpair::_dense_backward");
+    return four_then_none(mask, op.call(grads[0], s[0], s[1], maybe(s[2]), maybe(s[3]), e.kernel, e.scalars,
+                                        e.symmetric, e.transpose, e.dtype, mask),
+                          5);
   }
 };
 
-constexpr char kDense[] = "torchpair::_dense";
-constexpr char kDenseBackward[] = "torchpair::_dense_backward";
-constexpr char kRowSum[] = "torchpair::_row_sum";
-constexpr char kRowSumBackward[] = "torchpair::_row_sum_backward";
+// ---- _row_reduce ------------------------------------------------------------------------
+using ReduceSig = at::Tensor(const at::Tensor&, const at::Tensor&, const Opt&, const Opt&, c10::string_view,
+                             c10::string_view, at::ArrayRef<double>, bool, bool, Dtype);
+using ReduceBackSig = Back4(const at::Tensor&, const at::Tensor&, const at::Tensor&, const Opt&, const Opt&,
+                            c10::string_view, const at::Tensor&, c10::string_view, at::ArrayRef<double>, bool, bool,
+                            Dtype, Mask4);
+
+struct RowReduceFunction : public torch::autograd::Function<RowReduceFunction> {
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, const at::Tensor& y, const Opt& a,
+                            const Opt& b, c10::string_view reduction, c10::string_view kernel,
+                            at::ArrayRef<double> scalars, bool symmetric, bool transpose, Dtype dtype) {
+    at::Tensor result;
+    {
+      at::AutoDispatchBelowADInplaceOrView guard;
+      static auto op = handle<ReduceSig>("torchpair::_row_reduce");
+      result = op.call(x, y, a, b, reduction, kernel, scalars, symmetric, transpose, dtype);
+    }
+    save_operands(ctx, x, y, a, b, {result});
+    engine_of(kernel, scalars, symmetric, transpose, dtype).save(ctx);
+    ctx->saved_data["reduction"] = std::string(reduction);
+    return result;
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    const auto s = ctx->get_saved_variables();
+    const Engine e = Engine::load(ctx);
+    const auto mask = needed<4>(ctx, {true, true, s[2].defined(), s[3].defined()});
+    static auto op = handle<ReduceBackSig>("torchpair::_row_reduce_backward");
+    return four_then_none(mask, op.call(grads[0], s[0], s[1], maybe(s[2]), maybe(s[3]),
+                                        ctx->saved_data["reduction"].toStringRef(), s[4], e.kernel, e.scalars,
+                                        e.symmetric, e.transpose, e.dtype, mask),
+                          6);
+  }
+};
+
+// ---- _matmul ----------------------------------------------------------------------------
+using MatmulSig = at::Tensor(const at::Tensor&, const at::Tensor&, const Opt&, const Opt&, const at::Tensor&,
+                             c10::string_view, at::ArrayRef<double>, bool, bool, Dtype);
+using MatmulBackSig = Back5(const at::Tensor&, const at::Tensor&, const at::Tensor&, const Opt&, const Opt&,
+                            const at::Tensor&, c10::string_view, at::ArrayRef<double>, bool, bool, Dtype, Mask5);
 
 struct MatmulFunction : public torch::autograd::Function<MatmulFunction> {
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, const at::Tensor& y, const Opt& a,
                             const Opt& b, const at::Tensor& v, c10::string_view kernel, at::ArrayRef<double> scalars,
                             bool symmetric, bool transpose, Dtype dtype) {
-    ctx->save_for_backward({x, y, a.value_or(at::Tensor()), b.value_or(at::Tensor()), v});
-    save_engine(ctx, kernel, scalars, symmetric, transpose, dtype);
+    save_operands(ctx, x, y, a, b, {v});
+    engine_of(kernel, scalars, symmetric, transpose, dtype).save(ctx);
     at::AutoDispatchBelowADInplaceOrView guard;
-    static auto op = handle<CoreVSig>("torchpair::_matmul");
+    static auto op = handle<MatmulSig>("torchpair::_matmul");
     return op.call(x, y, a, b, v, kernel, scalars, symmetric, transpose, dtype);
   }
-
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
-    const auto saved = ctx->get_saved_variables();
-    const Engine e = load_engine(ctx);
-    const auto mask = needed<5>(ctx, {true, true, saved[2].defined(), saved[3].defined(), true});
-    static auto op = handle<BackVSig>("torchpair::_matmul_backward");
-    auto [dx, dy, da, db, dv] = op.call(grads[0], saved[0], saved[1], maybe(saved[2]), maybe(saved[3]), saved[4],
-                                        e.kernel, e.scalars, e.symmetric, e.transpose, e.dtype, mask);
-    return {grad_or_none(mask[0], dx), grad_or_none(mask[1], dy), grad_or_none(mask[2], da),
-            grad_or_none(mask[3], db), grad_or_none(mask[4], dv), at::Tensor(), at::Tensor(), at::Tensor(),
-            at::Tensor(), at::Tensor()};
+    const auto s = ctx->get_saved_variables();
+    const Engine e = Engine::load(ctx);
+    const auto mask = needed<5>(ctx, {true, true, s[2].defined(), s[3].defined(), true});
+    static auto op = handle<MatmulBackSig>("torchpair::_matmul_backward");
+    auto [dx, dy, da, db, dv] = op.call(grads[0], s[0], s[1], maybe(s[2]), maybe(s[3]), s[4], e.kernel, e.scalars,
+                                        e.symmetric, e.transpose, e.dtype, mask);
+    variable_list out{grad_or_none(mask[0], dx), grad_or_none(mask[1], dy), grad_or_none(mask[2], da),
+                      grad_or_none(mask[3], db), grad_or_none(mask[4], dv)};
+    out.resize(10);
+    return out;
   }
 };
 
-// Backward operators: forward through, and a clear error if differentiated again.
+// ---- _softmax_matmul (outputs: out, and the rows' logsumexp, which is not differentiable) --
+using SoftmaxSig = std::tuple<at::Tensor, at::Tensor>(const at::Tensor&, const at::Tensor&, const Opt&, const Opt&,
+                                                      const at::Tensor&, c10::string_view, at::ArrayRef<double>, bool,
+                                                      bool, Dtype);
+using SoftmaxBackSig = Back5(const at::Tensor&, const at::Tensor&, const at::Tensor&, const Opt&, const Opt&,
+                             const at::Tensor&, const at::Tensor&, const at::Tensor&, c10::string_view,
+                             at::ArrayRef<double>, bool, bool, Dtype, Mask5);
+
+struct SoftmaxMatmulFunction : public torch::autograd::Function<SoftmaxMatmulFunction> {
+  static variable_list forward(AutogradContext* ctx, const at::Tensor& x, const at::Tensor& y, const Opt& a,
+                               const Opt& b, const at::Tensor& v, c10::string_view kernel,
+                               at::ArrayRef<double> scalars, bool symmetric, bool transpose, Dtype dtype) {
+    at::Tensor out, lse;
+    {
+      at::AutoDispatchBelowADInplaceOrView guard;
+      static auto op = handle<SoftmaxSig>("torchpair::_softmax_matmul");
+      std::tie(out, lse) = op.call(x, y, a, b, v, kernel, scalars, symmetric, transpose, dtype);
+    }
+    save_operands(ctx, x, y, a, b, {v, out, lse});
+    engine_of(kernel, scalars, symmetric, transpose, dtype).save(ctx);
+    ctx->mark_non_differentiable({lse});
+    return {out, lse};
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    const auto s = ctx->get_saved_variables();
+    const Engine e = Engine::load(ctx);
+    const auto mask = needed<5>(ctx, {true, true, s[2].defined(), s[3].defined(), true});
+    const at::Tensor g = grads[0].defined() ? grads[0] : at::zeros_like(s[5]);
+    static auto op = handle<SoftmaxBackSig>("torchpair::_softmax_matmul_backward");
+    auto [dx, dy, da, db, dv] = op.call(g, s[0], s[1], maybe(s[2]), maybe(s[3]), s[4], s[5], s[6], e.kernel,
+                                        e.scalars, e.symmetric, e.transpose, e.dtype, mask);
+    variable_list out{grad_or_none(mask[0], dx), grad_or_none(mask[1], dy), grad_or_none(mask[2], da),
+                      grad_or_none(mask[3], db), grad_or_none(mask[4], dv)};
+    out.resize(10);
+    return out;
+  }
+};
+
+// ---- _paired ----------------------------------------------------------------------------
+using PairedSig = at::Tensor(const at::Tensor&, const at::Tensor&, const Opt&, const Opt&, const Opt&,
+                             c10::string_view, at::ArrayRef<double>, Dtype);
+using PairedBackSig = Back4(const at::Tensor&, const at::Tensor&, const at::Tensor&, const Opt&, const Opt&,
+                            const Opt&, c10::string_view, at::ArrayRef<double>, Dtype, Mask4);
+
+struct PairedFunction : public torch::autograd::Function<PairedFunction> {
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, const at::Tensor& y, const Opt& a,
+                            const Opt& b, const Opt& self_mask, c10::string_view kernel, at::ArrayRef<double> scalars,
+                            Dtype dtype) {
+    save_operands(ctx, x, y, a, b, {self_mask.value_or(at::Tensor())});
+    engine_of(kernel, scalars, false, false, dtype).save(ctx);
+    at::AutoDispatchBelowADInplaceOrView guard;
+    static auto op = handle<PairedSig>("torchpair::_paired");
+    return op.call(x, y, a, b, self_mask, kernel, scalars, dtype);
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    const auto s = ctx->get_saved_variables();
+    const Engine e = Engine::load(ctx);
+    // self_mask is bool, it never needs a gradient (and has an edge only when given)
+    const auto mask = needed<4>(ctx, {true, true, s[2].defined(), s[3].defined()});
+    static auto op = handle<PairedBackSig>("torchpair::_paired_backward");
+    return four_then_none(mask, op.call(grads[0], s[0], s[1], maybe(s[2]), maybe(s[3]), maybe(s[4]), e.kernel,
+                                        e.scalars, e.dtype, mask),
+                          4);
+  }
+};
+
+// ---- _topk: not differentiable (like argmax); outputs carry no graph ---------------------
+using TopkSig = std::tuple<at::Tensor, at::Tensor>(const at::Tensor&, const at::Tensor&, const Opt&, const Opt&,
+                                                   int64_t, bool, bool, c10::string_view, at::ArrayRef<double>, bool,
+                                                   bool, Dtype);
+
+std::tuple<at::Tensor, at::Tensor> topk_autograd(const at::Tensor& x, const at::Tensor& y, const Opt& a,
+                                                 const Opt& b, int64_t k, bool largest, bool nan_first,
+                                                 c10::string_view kernel, at::ArrayRef<double> scalars,
+                                                 bool symmetric, bool transpose, Dtype dtype) {
+  at::AutoDispatchBelowADInplaceOrView guard;
+  static auto op = handle<TopkSig>("torchpair::_topk");
+  return op.call(x, y, a, b, k, largest, nan_first, kernel, scalars, symmetric, transpose, dtype);
+}
+
+// ---- backward operators: forward through, and a clear error if differentiated again ------
 [[noreturn]] void second_derivative_error(const char* name) {
   TORCH_CHECK(false, "torchpair: second derivatives are not supported (", name,
               " has no derivative). torchpair operators support first derivatives only.");
 }
 
-template <const char* Name, typename... Args>
-struct NoDoubleBackward4 : public torch::autograd::Function<NoDoubleBackward4<Name, Args...>> {
+template <const char* Name, typename Ret, typename... Args>
+struct NoDoubleBackward : public torch::autograd::Function<NoDoubleBackward<Name, Ret, Args...>> {
   static variable_list forward(AutogradContext*, Args... args) {
     at::AutoDispatchBelowADInplaceOrView guard;
-    static auto op = handle<Back4(Args...)>(Name);
-    auto [a, b, c, d] = op.call(args...);
-    return {a, b, c, d};
+    static auto op = handle<Ret(Args...)>(Name);
+    return std::apply([](auto&&... t) { return variable_list{t...}; }, op.call(args...));
   }
   static variable_list backward(AutogradContext*, variable_list) { second_derivative_error(Name); }
 };
 
-template <const char* Name, typename... Args>
-struct NoDoubleBackward5 : public torch::autograd::Function<NoDoubleBackward5<Name, Args...>> {
-  static variable_list forward(AutogradContext*, Args... args) {
-    at::AutoDispatchBelowADInplaceOrView guard;
-    static auto op = handle<Back5(Args...)>(Name);
-    auto [a, b, c, d, e] = op.call(args...);
-    return {a, b, c, d, e};
-  }
-  static variable_list backward(AutogradContext*, variable_list) { second_derivative_error(Name); }
-};
+template <const char* Name, typename Ret, typename... Args>
+Ret no_double_backward(Args... args) {
+  auto r = NoDoubleBackward<Name, Ret, Args...>::apply(args...);
+  Ret out;
+  std::apply([&](auto&... t) {
+    size_t i = 0;
+    ((t = r[i++]), ...);
+  }, out);
+  return out;
+}
 
+constexpr char kDenseBackward[] = "torchpair::_dense_backward";
+constexpr char kReduceBackward[] = "torchpair::_row_reduce_backward";
 constexpr char kMatmulBackward[] = "torchpair::_matmul_backward";
-
-template <const char* Name>
-Back4 back4_autograd(const at::Tensor& grad, const at::Tensor& x, const at::Tensor& y, const Opt& a, const Opt& b,
-                     c10::string_view kernel, at::ArrayRef<double> scalars, bool symmetric, bool transpose,
-                     Dtype dtype, std::array<bool, 4> mask) {
-  using F = NoDoubleBackward4<Name, const at::Tensor&, const at::Tensor&, const at::Tensor&, const Opt&, const Opt&,
-                              c10::string_view, at::ArrayRef<double>, bool, bool, Dtype, std::array<bool, 4>>;
-  auto r = F::apply(grad, x, y, a, b, kernel, scalars, symmetric, transpose, dtype, mask);
-  return {r[0], r[1], r[2], r[3]};
-}
-
-Back5 matmul_backward_autograd(const at::Tensor& grad, const at::Tensor& x, const at::Tensor& y, const Opt& a,
-                               const Opt& b, const at::Tensor& v, c10::string_view kernel,
-                               at::ArrayRef<double> scalars, bool symmetric, bool transpose, Dtype dtype,
-                               std::array<bool, 5> mask) {
-  using F = NoDoubleBackward5<kMatmulBackward, const at::Tensor&, const at::Tensor&, const at::Tensor&, const Opt&,
-                              const Opt&, const at::Tensor&, c10::string_view, at::ArrayRef<double>, bool, bool, Dtype,
-                              std::array<bool, 5>>;
-  auto r = F::apply(grad, x, y, a, b, v, kernel, scalars, symmetric, transpose, dtype, mask);
-  return {r[0], r[1], r[2], r[3], r[4]};
-}
-
-template <const char* F, const char* B>
-at::Tensor operator_autograd(const at::Tensor& x, const at::Tensor& y, const Opt& a, const Opt& b,
-                             c10::string_view kernel, at::ArrayRef<double> scalars, bool symmetric, bool transpose,
-                             Dtype dtype) {
-  return OperatorFunction<F, B>::apply(x, y, a, b, kernel, scalars, symmetric, transpose, dtype);
-}
-
-at::Tensor matmul_autograd(const at::Tensor& x, const at::Tensor& y, const Opt& a, const Opt& b, const at::Tensor& v,
-                           c10::string_view kernel, at::ArrayRef<double> scalars, bool symmetric, bool transpose,
-                           Dtype dtype) {
-  return MatmulFunction::apply(x, y, a, b, v, kernel, scalars, symmetric, transpose, dtype);
-}
+constexpr char kSoftmaxBackward[] = "torchpair::_softmax_matmul_backward";
+constexpr char kPairedBackward[] = "torchpair::_paired_backward";
 
 }  // namespace
 }  // namespace tp::ops
 
 TORCH_LIBRARY_IMPL(torchpair, Autograd, m) {
   using namespace tp::ops;
-  m.impl("_dense", &operator_autograd<kDense, kDenseBackward>);
-  m.impl("_row_sum", &operator_autograd<kRowSum, kRowSumBackward>);
-  m.impl("_matmul", &matmul_autograd);
-  m.impl("_dense_backward", &back4_autograd<kDenseBackward>);
-  m.impl("_row_sum_backward", &back4_autograd<kRowSumBackward>);
-  m.impl("_matmul_backward", &matmul_backward_autograd);
+  using at::Tensor;
+  using Opt = std::optional<at::Tensor>;
+  using Dtype = std::optional<at::ScalarType>;
+  m.impl("_dense", [](const Tensor& x, const Tensor& y, const Opt& a, const Opt& b, c10::string_view kernel,
+                      at::ArrayRef<double> scalars, bool symmetric, bool transpose, Dtype dtype) {
+    return DenseFunction::apply(x, y, a, b, kernel, scalars, symmetric, transpose, dtype);
+  });
+  m.impl("_row_reduce", [](const Tensor& x, const Tensor& y, const Opt& a, const Opt& b, c10::string_view reduction,
+                           c10::string_view kernel, at::ArrayRef<double> scalars, bool symmetric, bool transpose,
+                           Dtype dtype) {
+    return RowReduceFunction::apply(x, y, a, b, reduction, kernel, scalars, symmetric, transpose, dtype);
+  });
+  m.impl("_matmul", [](const Tensor& x, const Tensor& y, const Opt& a, const Opt& b, const Tensor& v,
+                       c10::string_view kernel, at::ArrayRef<double> scalars, bool symmetric, bool transpose,
+                       Dtype dtype) {
+    return MatmulFunction::apply(x, y, a, b, v, kernel, scalars, symmetric, transpose, dtype);
+  });
+  m.impl("_softmax_matmul", [](const Tensor& x, const Tensor& y, const Opt& a, const Opt& b, const Tensor& v,
+                               c10::string_view kernel, at::ArrayRef<double> scalars, bool symmetric, bool transpose,
+                               Dtype dtype) {
+    auto r = SoftmaxMatmulFunction::apply(x, y, a, b, v, kernel, scalars, symmetric, transpose, dtype);
+    return std::make_tuple(r[0], r[1]);
+  });
+  m.impl("_paired", [](const Tensor& x, const Tensor& y, const Opt& a, const Opt& b, const Opt& self_mask,
+                       c10::string_view kernel, at::ArrayRef<double> scalars, Dtype dtype) {
+    return PairedFunction::apply(x, y, a, b, self_mask, kernel, scalars, dtype);
+  });
+  m.impl("_topk", &topk_autograd);
+
+  using Back4 = std::tuple<Tensor, Tensor, Tensor, Tensor>;
+  using Back5 = std::tuple<Tensor, Tensor, Tensor, Tensor, Tensor>;
+  using CT = const Tensor&;
+  using CO = const Opt&;
+  using SV = c10::string_view;
+  using AR = at::ArrayRef<double>;
+  m.impl("_dense_backward", &no_double_backward<kDenseBackward, Back4, CT, CT, CT, CO, CO, SV, AR, bool, bool, Dtype,
+                                                std::array<bool, 4>>);
+  m.impl("_row_reduce_backward", &no_double_backward<kReduceBackward, Back4, CT, CT, CT, CO, CO, SV, CT, SV, AR, bool,
+                                                     bool, Dtype, std::array<bool, 4>>);
+  m.impl("_matmul_backward", &no_double_backward<kMatmulBackward, Back5, CT, CT, CT, CO, CO, CT, SV, AR, bool, bool,
+                                                 Dtype, std::array<bool, 5>>);
+  m.impl("_softmax_matmul_backward", &no_double_backward<kSoftmaxBackward, Back5, CT, CT, CT, CO, CO, CT, CT, CT, SV,
+                                                         AR, bool, bool, Dtype, std::array<bool, 5>>);
+  m.impl("_paired_backward",
+         &no_double_backward<kPairedBackward, Back4, CT, CT, CT, CO, CO, CO, SV, AR, Dtype, std::array<bool, 4>>);
 }

@@ -12,50 +12,119 @@ c10::TypedOperatorHandle<Sig> handle(const char* name) {
 }
 
 using Opt = std::optional<at::Tensor>;
+using Dtype = std::optional<at::ScalarType>;
+using SV = c10::string_view;
+using CT = const at::Tensor&;
+using Pair = std::tuple<at::Tensor, at::Tensor>;
 
 }  // namespace
 
+// ---- public operators ---------------------------------------------------------------
+
 at::Tensor pairwise(const at::Tensor& x, const std::optional<at::Tensor>& y, const std::string& metric,
                     const ComparisonOptions& o) {
-  static auto op = handle<at::Tensor(const at::Tensor&, const Opt&, c10::string_view TP_PARAM_TYPES)>(
-      "torchpair::pairwise");
+  static auto op = handle<at::Tensor(CT, const Opt&, SV TP_PARAM_TYPES)>("torchpair::pairwise");
   return op.call(x, y, metric TP_PARAM_FIELDS);
 }
 
 at::Tensor lazy_matmul(const at::Tensor& x, const std::optional<at::Tensor>& y, const at::Tensor& v,
                        const std::string& metric, bool transpose, const ComparisonOptions& o) {
-  static auto op =
-      handle<at::Tensor(const at::Tensor&, const Opt&, const at::Tensor&, c10::string_view, bool TP_PARAM_TYPES)>(
-          "torchpair::lazy_matmul");
+  static auto op = handle<at::Tensor(CT, const Opt&, CT, SV, bool TP_PARAM_TYPES)>("torchpair::lazy_matmul");
   return op.call(x, y, v, metric, transpose TP_PARAM_FIELDS);
 }
 
-at::Tensor lazy_sum(const at::Tensor& x, const std::optional<at::Tensor>& y, const std::string& metric,
-                    std::optional<int64_t> dim, bool transpose, const ComparisonOptions& o) {
-  static auto op = handle<at::Tensor(const at::Tensor&, const Opt&, c10::string_view, std::optional<int64_t>,
-                                     bool TP_PARAM_TYPES)>("torchpair::lazy_sum");
-  return op.call(x, y, metric, dim, transpose TP_PARAM_FIELDS);
+at::Tensor lazy_reduce(const at::Tensor& x, const std::optional<at::Tensor>& y, const std::string& metric,
+                       const std::string& reduction, std::optional<int64_t> dim, bool transpose,
+                       const ComparisonOptions& o) {
+  static auto op = handle<at::Tensor(CT, const Opt&, SV, SV, std::optional<int64_t>, bool TP_PARAM_TYPES)>(
+      "torchpair::lazy_reduce");
+  return op.call(x, y, metric, reduction, dim, transpose TP_PARAM_FIELDS);
 }
 
+std::tuple<at::Tensor, at::Tensor> lazy_topk(const at::Tensor& x, const std::optional<at::Tensor>& y,
+                                             const std::string& metric, int64_t k, int64_t dim, bool largest,
+                                             bool sorted, bool transpose, const std::string& nan,
+                                             const ComparisonOptions& o) {
+  static auto op = handle<Pair(CT, const Opt&, SV, int64_t, int64_t, bool, bool, bool, SV TP_PARAM_TYPES)>(
+      "torchpair::lazy_topk");
+  return op.call(x, y, metric, k, dim, largest, sorted, transpose, nan TP_PARAM_FIELDS);
+}
+
+at::Tensor lazy_softmax_matmul(const at::Tensor& x, const std::optional<at::Tensor>& y, const at::Tensor& v,
+                               const std::string& metric, int64_t dim, bool transpose, const ComparisonOptions& o) {
+  static auto op = handle<at::Tensor(CT, const Opt&, CT, SV, int64_t, bool TP_PARAM_TYPES)>(
+      "torchpair::lazy_softmax_matmul");
+  return op.call(x, y, v, metric, dim, transpose TP_PARAM_FIELDS);
+}
+
+std::tuple<at::Tensor, at::Tensor> knn(const at::Tensor& x, const std::optional<at::Tensor>& y, int64_t k,
+                                       const std::string& metric, const ComparisonOptions& o) {
+  static auto op = handle<Pair(CT, const Opt&, int64_t, SV TP_PARAM_TYPES)>("torchpair::knn");
+  return op.call(x, y, k, metric TP_PARAM_FIELDS);
+}
+
+at::Tensor hausdorff(const at::Tensor& x, const at::Tensor& y, const std::string& metric, bool directed,
+                     const ComparisonOptions& o) {
+  static auto op = handle<at::Tensor(CT, CT, SV, bool TP_PARAM_TYPES)>("torchpair::hausdorff");
+  return op.call(x, y, metric, directed TP_PARAM_FIELDS);
+}
+
+at::Tensor chamfer(const at::Tensor& x, const at::Tensor& y, const std::string& metric, const std::string& reduction,
+                   const ComparisonOptions& o) {
+  static auto op = handle<at::Tensor(CT, CT, SV, SV TP_PARAM_TYPES)>("torchpair::chamfer");
+  return op.call(x, y, metric, reduction TP_PARAM_FIELDS);
+}
+
+at::Tensor mmd(const at::Tensor& x, const at::Tensor& y, const std::string& metric, bool unbiased,
+               const ComparisonOptions& o) {
+  static auto op = handle<at::Tensor(CT, CT, SV, bool TP_PARAM_TYPES)>("torchpair::mmd");
+  return op.call(x, y, metric, unbiased TP_PARAM_FIELDS);
+}
+
+at::Tensor energy_distance(const at::Tensor& x, const at::Tensor& y, const std::string& metric,
+                           const ComparisonOptions& o) {
+  static auto op = handle<at::Tensor(CT, CT, SV TP_PARAM_TYPES)>("torchpair::energy_distance");
+  return op.call(x, y, metric TP_PARAM_FIELDS);
+}
+
+// ---- core operators -------------------------------------------------------------------
+
 at::Tensor dense(const Core& c) {
-  static auto op = handle<at::Tensor(const at::Tensor&, const at::Tensor&, const Opt&, const Opt&, c10::string_view,
-                                     at::ArrayRef<double>, bool, bool, std::optional<at::ScalarType>)>(
+  static auto op = handle<at::Tensor(CT, CT, const Opt&, const Opt&, SV, at::ArrayRef<double>, bool, bool, Dtype)>(
       "torchpair::_dense");
   return op.call(c.x, c.y, c.a, c.b, c.kernel, c.scalars, c.symmetric, c.transpose, c.dtype);
 }
 
 at::Tensor matmul(const Core& c, const at::Tensor& v) {
-  static auto op = handle<at::Tensor(const at::Tensor&, const at::Tensor&, const Opt&, const Opt&, const at::Tensor&,
-                                     c10::string_view, at::ArrayRef<double>, bool, bool,
-                                     std::optional<at::ScalarType>)>("torchpair::_matmul");
+  static auto op = handle<at::Tensor(CT, CT, const Opt&, const Opt&, CT, SV, at::ArrayRef<double>, bool, bool,
+                                     Dtype)>("torchpair::_matmul");
   return op.call(c.x, c.y, c.a, c.b, v, c.kernel, c.scalars, c.symmetric, c.transpose, c.dtype);
 }
 
-at::Tensor row_sum(const Core& c) {
-  static auto op = handle<at::Tensor(const at::Tensor&, const at::Tensor&, const Opt&, const Opt&, c10::string_view,
-                                     at::ArrayRef<double>, bool, bool, std::optional<at::ScalarType>)>(
-      "torchpair::_row_sum");
-  return op.call(c.x, c.y, c.a, c.b, c.kernel, c.scalars, c.symmetric, c.transpose, c.dtype);
+at::Tensor row_reduce(const Core& c, const std::string& reduction) {
+  static auto op = handle<at::Tensor(CT, CT, const Opt&, const Opt&, SV, SV, at::ArrayRef<double>, bool, bool,
+                                     Dtype)>("torchpair::_row_reduce");
+  return op.call(c.x, c.y, c.a, c.b, reduction, c.kernel, c.scalars, c.symmetric, c.transpose, c.dtype);
+}
+
+std::tuple<at::Tensor, at::Tensor> topk(const Core& c, int64_t k, bool largest, bool nan_first) {
+  static auto op = handle<Pair(CT, CT, const Opt&, const Opt&, int64_t, bool, bool, SV, at::ArrayRef<double>, bool,
+                               bool, Dtype)>("torchpair::_topk");
+  return op.call(c.x, c.y, c.a, c.b, k, largest, nan_first, c.kernel, c.scalars, c.symmetric, c.transpose, c.dtype);
+}
+
+std::tuple<at::Tensor, at::Tensor> softmax_matmul(const Core& c, const at::Tensor& v) {
+  static auto op = handle<Pair(CT, CT, const Opt&, const Opt&, CT, SV, at::ArrayRef<double>, bool, bool, Dtype)>(
+      "torchpair::_softmax_matmul");
+  return op.call(c.x, c.y, c.a, c.b, v, c.kernel, c.scalars, c.symmetric, c.transpose, c.dtype);
+}
+
+at::Tensor paired(const at::Tensor& x, const at::Tensor& y, const std::optional<at::Tensor>& a,
+                  const std::optional<at::Tensor>& b, const std::optional<at::Tensor>& self_mask,
+                  const std::string& kernel, const std::vector<double>& scalars, std::optional<at::ScalarType> dtype) {
+  static auto op = handle<at::Tensor(CT, CT, const Opt&, const Opt&, const Opt&, SV, at::ArrayRef<double>, Dtype)>(
+      "torchpair::_paired");
+  return op.call(x, y, a, b, self_mask, kernel, scalars, dtype);
 }
 
 }  // namespace tp::ops

@@ -123,10 +123,16 @@ catalog::Prepared prepare(const char* op, const catalog::MetricInfo& info, const
   return info.prepare(f.in, o);
 }
 
-at::Tensor restore(at::Tensor out, const Flat& f, std::initializer_list<c10::SymInt> tail) {
+// [B, ...] -> batch + tail, keeping the dtype (indices)
+at::Tensor restore_shape(const at::Tensor& out, const Flat& f, std::initializer_list<c10::SymInt> tail) {
   SymShape shape = f.batch;
   for (const auto& s : tail) shape.push_back(s);
-  out = out.reshape_symint(shape);
+  return out.reshape_symint(shape);
+}
+
+// [B, ...] -> batch + tail, in the result dtype (reduced-precision inputs get theirs back)
+at::Tensor restore(const at::Tensor& out_in, const Flat& f, std::initializer_list<c10::SymInt> tail) {
+  const at::Tensor out = restore_shape(out_in, f, tail);
   return out.scalar_type() == f.result_dtype ? out : out.to(f.result_dtype);
 }
 
@@ -166,24 +172,151 @@ at::Tensor lazy_matmul_op(const at::Tensor& x, const Opt& y, const at::Tensor& v
   return vector ? out.squeeze(-1) : out;
 }
 
-at::Tensor lazy_sum_op(const at::Tensor& x, const Opt& y, c10::string_view metric, std::optional<int64_t> dim,
-                       bool transpose TP_PARAM_DECLS) {
+int64_t check_dim(const char* op, int64_t dim) {
+  TORCH_CHECK_VALUE(dim == -1 || dim == -2, "torchpair.", op, ": 'dim' must be -1 (per row) or -2 (per column), got ",
+                    dim);
+  return dim;
+}
+
+// The orientation a row consumer walks: K (or K^T when transposed) for dim -1, the other
+// one for dim -2.
+bool flip_for(int64_t dim, bool transpose) { return dim == -2 ? !transpose : transpose; }
+
+at::Tensor lazy_reduce_op(const at::Tensor& x, const Opt& y, c10::string_view metric, c10::string_view reduction,
+                          std::optional<int64_t> dim, bool transpose TP_PARAM_DECLS) {
   TP_PACK_PARAMS(opts);
-  const char* op = "lazy_sum";
+  const char* op = "lazy_reduce";
   const auto& info = catalog::lookup(std::string(metric), op);
-  TORCH_CHECK_VALUE(!dim.has_value() || *dim == -1 || *dim == -2, "torchpair.", op,
-                    ": 'dim' must be -1 (per row), -2 (per column) or None (everything), got ", *dim);
+  TORCH_CHECK_VALUE(reduction == "sum" || reduction == "mean" || reduction == "logsumexp", "torchpair.", op,
+                    ": 'reduction' must be \"sum\", \"mean\" or \"logsumexp\", got \"", reduction, "\"");
+  if (dim.has_value()) check_dim(op, *dim);
   const Flat f = flatten(op, info, x, y);
   const auto prep = prepare(op, info, f, opts);
-  // Sum over the last dim of the operator (K, or K^T when transposed); dim -2 is the row
-  // sum of the other orientation.
-  const bool flip = dim.has_value() && *dim == -2 ? !transpose : transpose;
-  const at::Tensor sums = row_sum(core_of(prep, flip));
-  if (!dim.has_value()) return restore(sums.sum(-1), f, {});
-  return restore(sums, f, {flip ? f.m : f.n});
+  const bool flip = flip_for(dim.value_or(-1), transpose);
+  const bool lse = reduction == "logsumexp";
+  const at::Tensor rows = row_reduce(core_of(prep, flip), lse ? "logsumexp" : "sum");  // [B, rows]
+  const c10::SymInt& reduced = flip ? f.n : f.m;                                      // per-row count
+  at::Tensor out;
+  // mean: divided by the (possibly symbolic) count; 0/0 = NaN over an empty set, as torch.mean
+  if (dim.has_value()) {
+    out = reduction == "mean" ? rows.div(c10::Scalar(reduced)) : rows;
+    return restore(out, f, {flip ? f.m : f.n});
+  }
+  if (lse) {
+    out = at::logsumexp(rows, {-1});
+  } else {
+    out = rows.sum(-1);
+    if (reduction == "mean") out = out.div(c10::Scalar(f.n * f.m));
+  }
+  return restore(out, f, {});
+}
+
+// values with the gradient of the same pairs' values recomputed by _paired (indices [B,
+// rows, k] into the columns of the orientation `flip`). The result equals `values`
+// exactly; only its gradient comes from the recomputation.
+at::Tensor differentiable_values(const catalog::Prepared& prep, bool flip, const at::Tensor& values,
+                                 const at::Tensor& indices) {
+  const c10::SymInt B = values.sym_size(0), rows = values.sym_size(1), k = values.sym_size(2);
+  const at::Tensor& row_op = flip ? prep.y : prep.x;
+  const at::Tensor& col_op = flip ? prep.x : prep.y;
+  const at::Tensor& row_side = flip ? prep.b : prep.a;
+  const at::Tensor& col_side = flip ? prep.a : prep.b;
+  const c10::SymInt d = row_op.sym_size(2);
+  const at::Tensor flat = indices.reshape_symint({B, rows * k});
+  auto expand_rows = [&](const at::Tensor& t) {
+    return t.dim() == 3 ? t.unsqueeze(2).expand_symint({B, rows, k, d}).reshape_symint({B, rows * k, d})
+                        : t.unsqueeze(2).expand_symint({B, rows, k}).reshape_symint({B, rows * k});
+  };
+  auto gather_cols = [&](const at::Tensor& t) {
+    return t.dim() == 3 ? t.gather(1, flat.unsqueeze(-1).expand_symint({B, rows * k, d})) : t.gather(1, flat);
+  };
+  const at::Tensor r_op = expand_rows(row_op), c_op = gather_cols(col_op);
+  std::optional<at::Tensor> r_side, c_side, self_mask;
+  if (row_side.defined()) r_side = expand_rows(row_side);
+  if (col_side.defined()) c_side = gather_cols(col_side);
+  if (prep.symmetric) {
+    const at::Tensor row_index =
+        at::arange(c10::Scalar(rows), indices.options()).unsqueeze(1).expand_symint({rows, k}).reshape_symint({rows * k});
+    self_mask = flat == row_index;
+  }
+  // the kernel's x operand is the row operand unless the orientation is flipped
+  const at::Tensor g = flip ? paired(c_op, r_op, c_side, r_side, self_mask, prep.kernel, prep.scalars, std::nullopt)
+                            : paired(r_op, c_op, r_side, c_side, self_mask, prep.kernel, prep.scalars, std::nullopt);
+  const at::Tensor delta = g - g.detach();
+  return values + at::where(at::isfinite(g), delta, at::zeros({}, delta.options())).reshape_symint({B, rows, k});
+}
+
+bool requires_grad(const catalog::Prepared& p) {
+  if (!at::GradMode::is_enabled()) return false;
+  for (const at::Tensor* t : {&p.x, &p.y, &p.a, &p.b})
+    if (t->defined() && t->requires_grad()) return true;
+  return false;
+}
+
+std::tuple<at::Tensor, at::Tensor> lazy_topk_op(const at::Tensor& x, const Opt& y, c10::string_view metric, int64_t k,
+                                                int64_t dim, bool largest, bool sorted, bool transpose,
+                                                c10::string_view nan TP_PARAM_DECLS) {
+  TP_PACK_PARAMS(opts);
+  const char* op = "lazy_topk";
+  const auto& info = catalog::lookup(std::string(metric), op);
+  check_dim(op, dim);
+  TORCH_CHECK_VALUE(nan == "largest" || nan == "propagate", "torchpair.", op,
+                    ": 'nan' must be \"largest\" (torch.topk) or \"propagate\" (torch.min/max), got \"", nan, "\"");
+  TORCH_CHECK_VALUE(k >= 0, "torchpair.", op, ": 'k' must be >= 0, got ", k);
+  (void)sorted;  // results always come best first (a valid order for sorted=False too)
+  const Flat f = flatten(op, info, x, y);
+  const bool flip = flip_for(dim, transpose);
+  const c10::SymInt& cols = flip ? f.n : f.m;
+  TORCH_CHECK_VALUE(cols >= k, "torchpair.", op, ": 'k' (", k, ") must not exceed the size of dimension ", dim,
+                    " (", cols, ")");
+  const auto prep = prepare(op, info, f, opts);
+  auto [values, indices] = topk(core_of(prep, flip), k, largest, largest || nan == "propagate");
+  if (requires_grad(prep)) values = differentiable_values(prep, flip, values, indices);
+  const c10::SymInt rows = flip ? f.m : f.n;
+  return {restore(values, f, {rows, k}), restore_shape(indices, f, {rows, k})};
+}
+
+at::Tensor lazy_softmax_matmul_op(const at::Tensor& x, const Opt& y, const at::Tensor& v, c10::string_view metric,
+                                  int64_t dim, bool transpose TP_PARAM_DECLS) {
+  TP_PACK_PARAMS(opts);
+  const char* op = "lazy_softmax_matmul";
+  const auto& info = catalog::lookup(std::string(metric), op);
+  check_dim(op, dim);
+  const bool flip = flip_for(dim, transpose);
+  TORCH_CHECK_VALUE(v.defined() && v.dim() >= 1, "torchpair.", op,
+                    ": 'v' must have shape [..., M, C] or [M], got ", v.defined() ? v.dim() : 0, " dimensions");
+  const bool vector = v.dim() == 1;
+  const at::Tensor v2 = vector ? v.unsqueeze(-1) : v;
+  const SymShape vbatch = batch_of(v2, 2);
+  Flat f = flatten(op, info, x, y, &vbatch, "v");
+  const c10::SymInt& cols = flip ? f.n : f.m;
+  TORCH_CHECK_VALUE(v2.sym_size(-2) == cols, "torchpair.", op, ": 'v' has ", v2.sym_size(-2),
+                    " rows but the softmax runs over ", cols, " columns");
+  TORCH_CHECK_VALUE(v.device() == x.device(), "torchpair.", op, ": 'v' is on ", v.device(), " but 'x' is on ",
+                    x.device());
+  TORCH_CHECK_TYPE(v.scalar_type() == x.scalar_type(), "torchpair.", op, ": 'v' has dtype ",
+                   dtype_name(v.scalar_type()), " but 'x' has ", dtype_name(x.scalar_type()));
+  const at::Tensor vf = to_flat(v2.to(f.in.x.scalar_type()), f.batch, f.B).contiguous();
+  const auto prep = prepare(op, info, f, opts);
+  at::Tensor out = std::get<0>(softmax_matmul(core_of(prep, flip), vf));
+  out = restore(out, f, {flip ? f.m : f.n, v2.sym_size(-1)});
+  return vector ? out.squeeze(-1) : out;
 }
 
 }  // namespace
+
+at::Tensor self_values(const char* op, const at::Tensor& x, const std::string& metric, const ComparisonOptions& o) {
+  const auto& info = catalog::lookup(metric, op);
+  const Flat f = flatten(op, info, x, std::nullopt);
+  const auto prep = prepare(op, info, f, o);
+  const at::Tensor self = at::ones_symint({f.B, f.n}, prep.x.options().dtype(at::kBool));
+  std::optional<at::Tensor> a, b;
+  if (prep.a.defined()) a = prep.a;
+  if (prep.b.defined()) b = prep.b;
+  return restore(paired(prep.x, prep.y, a, b, self, prep.kernel, prep.scalars, std::nullopt), f, {f.n});
+}
+
+const std::string& metric_kind(const std::string& metric, const char* op) { return catalog::lookup(metric, op).kind; }
 
 std::string catalog_json() { return catalog::catalog_json(); }
 
@@ -199,5 +332,7 @@ std::string build_info_json() {
 TORCH_LIBRARY_IMPL(torchpair, CompositeImplicitAutograd, m) {
   m.impl("pairwise", &tp::ops::pairwise_op);
   m.impl("lazy_matmul", &tp::ops::lazy_matmul_op);
-  m.impl("lazy_sum", &tp::ops::lazy_sum_op);
+  m.impl("lazy_reduce", &tp::ops::lazy_reduce_op);
+  m.impl("lazy_topk", &tp::ops::lazy_topk_op);
+  m.impl("lazy_softmax_matmul", &tp::ops::lazy_softmax_matmul_op);
 }

@@ -142,22 +142,107 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor> matmul_ba
           or_zeros(g[4], v, req)};
 }
 
-at::Tensor row_sum_kernel(const at::Tensor& x, const at::Tensor& y, const Opt& a, const Opt& b,
-                          c10::string_view kernel, at::ArrayRef<double> scalars, bool symmetric, bool transpose,
-    std::optional<at::ScalarType> dtype) {
-  auto req = make_request("_row_sum", x, y, a, b, kernel, scalars, symmetric, transpose, dtype);
-  return native_cpu(req.x) ? cpu::dispatch::row_sum(req) : generic::row_sum(req);
+engine::RowReduction parse_reduction(const char* op, c10::string_view reduction) {
+  if (reduction == "sum") return engine::RowReduction::kSum;
+  if (reduction == "logsumexp") return engine::RowReduction::kLogSumExp;
+  TORCH_CHECK_VALUE(false, "torchpair.", op, ": 'reduction' must be \"sum\" or \"logsumexp\", got \"", reduction,
+                    "\"");
 }
 
-std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> row_sum_backward_kernel(
+at::Tensor row_reduce_kernel(const at::Tensor& x, const at::Tensor& y, const Opt& a, const Opt& b,
+                             c10::string_view reduction, c10::string_view kernel, at::ArrayRef<double> scalars,
+                             bool symmetric, bool transpose, std::optional<at::ScalarType> dtype) {
+  auto req = make_request("_row_reduce", x, y, a, b, kernel, scalars, symmetric, transpose, dtype);
+  const auto r = parse_reduction("_row_reduce", reduction);
+  return native_cpu(req.x) ? cpu::dispatch::row_reduce(req, r) : generic::row_reduce(req, r);
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> row_reduce_backward_kernel(
     const at::Tensor& grad, const at::Tensor& x, const at::Tensor& y, const Opt& a, const Opt& b,
-    c10::string_view kernel, at::ArrayRef<double> scalars, bool symmetric, bool transpose,
-    std::optional<at::ScalarType> dtype, std::array<bool, 4> mask) {
-  auto req = make_request("_row_sum_backward", x, y, a, b, kernel, scalars, symmetric, transpose, dtype);
-  check_grad("_row_sum_backward", grad, req, {req.batch(), req.rows()});
-  auto g = native_cpu(req.x) ? cpu::dispatch::row_sum_backward(grad, req, mask)
-                             : generic::row_sum_backward(grad.contiguous(), req, mask);
-  return {or_zeros(g[0], req.x, req), or_zeros(g[1], req.y, req), or_zeros(g[2], req.a, req), or_zeros(g[3], req.b, req)};
+    c10::string_view reduction, const at::Tensor& result, c10::string_view kernel, at::ArrayRef<double> scalars,
+    bool symmetric, bool transpose, std::optional<at::ScalarType> dtype, std::array<bool, 4> mask) {
+  auto req = make_request("_row_reduce_backward", x, y, a, b, kernel, scalars, symmetric, transpose, dtype);
+  const auto r = parse_reduction("_row_reduce_backward", reduction);
+  check_grad("_row_reduce_backward", grad, req, {req.batch(), req.rows()});
+  check_grad("_row_reduce_backward", result, req, {req.batch(), req.rows()});
+  auto g = native_cpu(req.x) ? cpu::dispatch::row_reduce_backward(grad, req, r, result, mask)
+                             : generic::row_reduce_backward(grad.contiguous(), req, r, result.contiguous(), mask);
+  return {or_zeros(g[0], req.x, req), or_zeros(g[1], req.y, req), or_zeros(g[2], req.a, req),
+          or_zeros(g[3], req.b, req)};
+}
+
+std::tuple<at::Tensor, at::Tensor> topk_kernel(const at::Tensor& x, const at::Tensor& y, const Opt& a, const Opt& b,
+                                               int64_t k, bool largest, bool nan_first, c10::string_view kernel,
+                                               at::ArrayRef<double> scalars, bool symmetric, bool transpose,
+                                               std::optional<at::ScalarType> dtype) {
+  auto req = make_request("_topk", x, y, a, b, kernel, scalars, symmetric, transpose, dtype);
+  TORCH_CHECK_VALUE(k >= 0 && k <= req.cols(), "torchpair._topk: 'k' must be in [0, ", req.cols(),
+                    "] (the number of columns), got ", k);
+  return native_cpu(req.x) ? cpu::dispatch::topk(req, k, largest, nan_first)
+                           : generic::topk(req, k, largest, nan_first);
+}
+
+std::tuple<at::Tensor, at::Tensor> softmax_matmul_kernel(const at::Tensor& x, const at::Tensor& y, const Opt& a,
+                                                         const Opt& b, const at::Tensor& v, c10::string_view kernel,
+                                                         at::ArrayRef<double> scalars, bool symmetric, bool transpose,
+                                                         std::optional<at::ScalarType> dtype) {
+  auto req = make_request("_softmax_matmul", x, y, a, b, kernel, scalars, symmetric, transpose, dtype);
+  check_v("_softmax_matmul", v, req);
+  return native_cpu(req.x) ? cpu::dispatch::softmax_matmul(req, v) : generic::softmax_matmul(req, v.contiguous());
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor> softmax_matmul_backward_kernel(
+    const at::Tensor& grad, const at::Tensor& x, const at::Tensor& y, const Opt& a, const Opt& b, const at::Tensor& v,
+    const at::Tensor& out, const at::Tensor& lse, c10::string_view kernel, at::ArrayRef<double> scalars,
+    bool symmetric, bool transpose, std::optional<at::ScalarType> dtype, std::array<bool, 5> mask) {
+  auto req = make_request("_softmax_matmul_backward", x, y, a, b, kernel, scalars, symmetric, transpose, dtype);
+  check_v("_softmax_matmul_backward", v, req);
+  check_grad("_softmax_matmul_backward", grad, req, {req.batch(), req.rows(), v.size(2)});
+  check_grad("_softmax_matmul_backward", out, req, {req.batch(), req.rows(), v.size(2)});
+  check_grad("_softmax_matmul_backward", lse, req, {req.batch(), req.rows()});
+  auto g = native_cpu(req.x)
+               ? cpu::dispatch::softmax_matmul_backward(grad, req, v, out, lse, mask)
+               : generic::softmax_matmul_backward(grad.contiguous(), req, v.contiguous(), out.contiguous(),
+                                                  lse.contiguous(), mask);
+  return {or_zeros(g[0], req.x, req), or_zeros(g[1], req.y, req), or_zeros(g[2], req.a, req),
+          or_zeros(g[3], req.b, req), or_zeros(g[4], v, req)};
+}
+
+// Matched pairs: x and y [B, P, d] have the same shape (make_request's rows/cols are both P).
+engine::Request paired_request(const char* op, const at::Tensor& x, const at::Tensor& y, const Opt& a, const Opt& b,
+                               const Opt& self_mask, c10::string_view kernel, at::ArrayRef<double> scalars,
+                               std::optional<at::ScalarType> dtype, at::Tensor& mask_out) {
+  auto req = make_request(op, x, y, a, b, kernel, scalars, false, false, dtype);
+  TORCH_CHECK_VALUE(x.sizes() == y.sizes(), "torchpair.", op, ": 'x' and 'y' must have the same shape, got ",
+                    x.sizes(), " and ", y.sizes());
+  if (self_mask.has_value()) {
+    TORCH_CHECK_TYPE(self_mask->scalar_type() == at::kBool, "torchpair.", op, ": 'self_mask' must be bool");
+    TORCH_CHECK_VALUE(self_mask->dim() == 2 && self_mask->size(0) == x.size(0) && self_mask->size(1) == x.size(1),
+                      "torchpair.", op, ": 'self_mask' must have shape [B, P] = ", x.sizes().slice(0, 2));
+    mask_out = *self_mask;
+  }
+  return req;
+}
+
+at::Tensor paired_kernel(const at::Tensor& x, const at::Tensor& y, const Opt& a, const Opt& b, const Opt& self_mask,
+                         c10::string_view kernel, at::ArrayRef<double> scalars, std::optional<at::ScalarType> dtype) {
+  at::Tensor m;
+  auto req = paired_request("_paired", x, y, a, b, self_mask, kernel, scalars, dtype, m);
+  return generic::paired(req, m);
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> paired_backward_kernel(
+    const at::Tensor& grad, const at::Tensor& x, const at::Tensor& y, const Opt& a, const Opt& b, const Opt& self_mask,
+    c10::string_view kernel, at::ArrayRef<double> scalars, std::optional<at::ScalarType> dtype,
+    std::array<bool, 4> mask) {
+  at::Tensor m;
+  auto req = paired_request("_paired_backward", x, y, a, b, self_mask, kernel, scalars, dtype, m);
+  check_grad("_paired_backward", grad, req, {req.batch(), req.rows()});
+  auto g = generic::paired_backward(grad, req, m);
+  for (int i = 0; i < 4; ++i)
+    if (!mask[i]) g[i] = at::Tensor();
+  return {or_zeros(g[0], req.x, req), or_zeros(g[1], req.y, req), or_zeros(g[2], req.a, req),
+          or_zeros(g[3], req.b, req)};
 }
 
 void register_kernels(torch::Library& m) {
@@ -165,8 +250,13 @@ void register_kernels(torch::Library& m) {
   m.impl("_dense_backward", &dense_backward_kernel);
   m.impl("_matmul", &matmul_kernel);
   m.impl("_matmul_backward", &matmul_backward_kernel);
-  m.impl("_row_sum", &row_sum_kernel);
-  m.impl("_row_sum_backward", &row_sum_backward_kernel);
+  m.impl("_row_reduce", &row_reduce_kernel);
+  m.impl("_row_reduce_backward", &row_reduce_backward_kernel);
+  m.impl("_topk", &topk_kernel);
+  m.impl("_softmax_matmul", &softmax_matmul_kernel);
+  m.impl("_softmax_matmul_backward", &softmax_matmul_backward_kernel);
+  m.impl("_paired", &paired_kernel);
+  m.impl("_paired_backward", &paired_backward_kernel);
 }
 
 }  // namespace

@@ -2,10 +2,11 @@
 // The torchpair operators, callable from C++ through the dispatcher (so autograd, autocast
 // and device dispatch apply exactly as for a Python call). Schemas: ops/schemas.cpp.
 //
-// Public operators (CompositeImplicitAutograd: validation + metric preparation, then a core
-// operator):  pairwise, lazy_matmul, lazy_sum.
+// Public operators (CompositeImplicitAutograd: validation + metric preparation, then core
+// operators): pairwise, lazy_matmul, lazy_reduce, lazy_topk, lazy_softmax_matmul, and the
+// set-level knn, hausdorff, chamfer, mmd, energy_distance.
 // Core operators (CPU kernel, device-generic kernel, C++ autograd, autocast, fake kernel):
-//   _dense, _matmul, _row_sum and their _backward twins. They take engine operands
+//   _dense, _matmul, _row_reduce, _topk, _softmax_matmul, _paired and their _backward twins. They take engine operands
 //   (x, y, side features a, b), an engine kernel id and its resolved scalars.
 #include <ATen/ATen.h>
 
@@ -46,10 +47,39 @@ at::Tensor pairwise(const at::Tensor& x, const std::optional<at::Tensor>& y, con
                     const ComparisonOptions& o);
 at::Tensor lazy_matmul(const at::Tensor& x, const std::optional<at::Tensor>& y, const at::Tensor& v,
                        const std::string& metric, bool transpose, const ComparisonOptions& o);
-at::Tensor lazy_sum(const at::Tensor& x, const std::optional<at::Tensor>& y, const std::string& metric,
-                    std::optional<int64_t> dim, bool transpose, const ComparisonOptions& o);
+// reduction: "sum", "mean" or "logsumexp"
+at::Tensor lazy_reduce(const at::Tensor& x, const std::optional<at::Tensor>& y, const std::string& metric,
+                       const std::string& reduction, std::optional<int64_t> dim, bool transpose,
+                       const ComparisonOptions& o);
+inline at::Tensor lazy_sum(const at::Tensor& x, const std::optional<at::Tensor>& y, const std::string& metric,
+                           std::optional<int64_t> dim, bool transpose, const ComparisonOptions& o) {
+  return lazy_reduce(x, y, metric, "sum", dim, transpose, o);
+}
+// nan: "largest" (torch.topk) or "propagate" (torch.min/max)
+std::tuple<at::Tensor, at::Tensor> lazy_topk(const at::Tensor& x, const std::optional<at::Tensor>& y,
+                                             const std::string& metric, int64_t k, int64_t dim, bool largest,
+                                             bool sorted, bool transpose, const std::string& nan,
+                                             const ComparisonOptions& o);
+at::Tensor lazy_softmax_matmul(const at::Tensor& x, const std::optional<at::Tensor>& y, const at::Tensor& v,
+                               const std::string& metric, int64_t dim, bool transpose, const ComparisonOptions& o);
+std::tuple<at::Tensor, at::Tensor> knn(const at::Tensor& x, const std::optional<at::Tensor>& y, int64_t k,
+                                       const std::string& metric, const ComparisonOptions& o);
+at::Tensor hausdorff(const at::Tensor& x, const at::Tensor& y, const std::string& metric, bool directed,
+                     const ComparisonOptions& o);
+at::Tensor chamfer(const at::Tensor& x, const at::Tensor& y, const std::string& metric, const std::string& reduction,
+                   const ComparisonOptions& o);
+at::Tensor mmd(const at::Tensor& x, const at::Tensor& y, const std::string& metric, bool unbiased,
+               const ComparisonOptions& o);
+at::Tensor energy_distance(const at::Tensor& x, const at::Tensor& y, const std::string& metric,
+                           const ComparisonOptions& o);
 std::string catalog_json();
 std::string build_info_json();
+
+// K(x_i, x_i) for every row of x [..., N, D], computed as exact self-comparisons (the
+// diagonal of pairwise(x, None)), differentiable. `op` names the caller in messages.
+at::Tensor self_values(const char* op, const at::Tensor& x, const std::string& metric, const ComparisonOptions& o);
+// "distance" or "similarity" (the catalog's kind of a metric or alias).
+const std::string& metric_kind(const std::string& metric, const char* op);
 
 // ---- core operators -----------------------------------------------------------------
 // Engine operands as the catalog prepared them (see catalog/prepare.h).
@@ -65,6 +95,13 @@ struct Core {
 
 at::Tensor dense(const Core& c);
 at::Tensor matmul(const Core& c, const at::Tensor& v);
-at::Tensor row_sum(const Core& c);
+at::Tensor row_reduce(const Core& c, const std::string& reduction);  // "sum" or "logsumexp"
+std::tuple<at::Tensor, at::Tensor> topk(const Core& c, int64_t k, bool largest, bool nan_first);
+std::tuple<at::Tensor, at::Tensor> softmax_matmul(const Core& c, const at::Tensor& v);
+// K(x_p, y_p) for matched rows [B, P, d]; self_mask [B, P] marks exact self-comparisons.
+at::Tensor paired(const at::Tensor& x, const at::Tensor& y, const std::optional<at::Tensor>& a,
+                  const std::optional<at::Tensor>& b, const std::optional<at::Tensor>& self_mask,
+                  const std::string& kernel, const std::vector<double>& scalars,
+                  std::optional<at::ScalarType> dtype);
 
 }  // namespace tp::ops

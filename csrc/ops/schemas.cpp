@@ -35,7 +35,22 @@ TORCH_LIBRARY(torchpair, m) {
   // ---- public operators -----------------------------------------------------------
   def("pairwise(Tensor x, Tensor? y, str metric" + P + ") -> Tensor");
   def("lazy_matmul(Tensor x, Tensor? y, Tensor v, str metric, bool transpose=False" + P + ") -> Tensor");
-  def("lazy_sum(Tensor x, Tensor? y, str metric, int? dim=None, bool transpose=False" + P + ") -> Tensor");
+  // reduction: "sum", "mean" or "logsumexp"; dim -1 (per row), -2 (per column), None (all)
+  def("lazy_reduce(Tensor x, Tensor? y, str metric, str reduction=\"sum\", int? dim=None, bool transpose=False" + P +
+      ") -> Tensor");
+  // nan: "largest" (torch.topk: NaN ranks as the largest value) or "propagate"
+  // (torch.min/max: NaN wins)
+  def("lazy_topk(Tensor x, Tensor? y, str metric, int k, int dim=-1, bool largest=True, bool sorted=True, "
+      "bool transpose=False, str nan=\"largest\"" + P + ") -> (Tensor values, Tensor indices)");
+  def("lazy_softmax_matmul(Tensor x, Tensor? y, Tensor v, str metric, int dim=-1, bool transpose=False" + P +
+      ") -> Tensor");
+
+  // ---- set-level consumers (batched over leading dims) --------------------------------
+  def("knn(Tensor x, Tensor? y, int k, str metric=\"euclidean\"" + P + ") -> (Tensor values, Tensor indices)");
+  def("hausdorff(Tensor x, Tensor y, str metric=\"euclidean\", bool directed=False" + P + ") -> Tensor");
+  def("chamfer(Tensor x, Tensor y, str metric=\"sqeuclidean\", str reduction=\"mean\"" + P + ") -> Tensor");
+  def("mmd(Tensor x, Tensor y, str metric=\"rbf\", bool unbiased=False" + P + ") -> Tensor");
+  def("energy_distance(Tensor x, Tensor y, str metric=\"euclidean\"" + P + ") -> Tensor");
 
   // ---- core operators -------------------------------------------------------------
   const std::string core = "Tensor x, Tensor y, Tensor? a, Tensor? b";
@@ -49,9 +64,22 @@ TORCH_LIBRARY(torchpair, m) {
   def("_matmul(" + core + ", Tensor v, " + engine + ") -> Tensor");
   def("_matmul_backward(Tensor grad, " + core + ", Tensor v, " + engine_b +
       ", bool[5] output_mask) -> (Tensor, Tensor, Tensor, Tensor, Tensor)");
-  def("_row_sum(" + core + ", " + engine + ") -> Tensor");
-  def("_row_sum_backward(Tensor grad, " + core + ", " + engine_b +
+  // reduction: "sum" or "logsumexp" over the operator's rows
+  def("_row_reduce(" + core + ", str reduction, " + engine + ") -> Tensor");
+  def("_row_reduce_backward(Tensor grad, " + core + ", str reduction, Tensor result, " + engine_b +
       ", bool[4] output_mask) -> (Tensor, Tensor, Tensor, Tensor)");
+  // k best per row (ties: lower column; nan_first: NaN ranks first). Not differentiable:
+  // the public operator differentiates the values through _paired.
+  def("_topk(" + core + ", int k, bool largest, bool nan_first, " + engine + ") -> (Tensor, Tensor)");
+  // out_r = sum_c softmax_c(K_rc) v_c, and the rows' logsumexp (saved for backward)
+  def("_softmax_matmul(" + core + ", Tensor v, " + engine + ") -> (Tensor, Tensor)");
+  def("_softmax_matmul_backward(Tensor grad, " + core + ", Tensor v, Tensor out, Tensor lse, " + engine_b +
+      ", bool[5] output_mask) -> (Tensor, Tensor, Tensor, Tensor, Tensor)");
+  // value_p = K(x_p, y_p) for matched rows x, y [B, P, d]; self_mask marks exact self pairs
+  def("_paired(Tensor x, Tensor y, Tensor? a, Tensor? b, Tensor? self_mask, str kernel, float[] scalars, "
+      "ScalarType? dtype=None) -> Tensor");
+  def("_paired_backward(Tensor grad, Tensor x, Tensor y, Tensor? a, Tensor? b, Tensor? self_mask, str kernel, "
+      "float[] scalars, ScalarType? dtype, bool[4] output_mask) -> (Tensor, Tensor, Tensor, Tensor)");
 
   // ---- introspection ----------------------------------------------------------------
   m.def("_catalog() -> str", &tp::ops::catalog_json);

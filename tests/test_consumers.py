@@ -1,0 +1,164 @@
+"""Streamed consumers (mean, logsumexp, min/max/argmin/argmax, topk, softmax_matmul) against
+dense torch on the oracle's matrix, for every metric row, both orientations, batched,
+transposed, on the device-generic path; ties, NaN and empty inputs."""
+import pytest
+import torch
+
+import torchpair as tp
+from cases import METRIC_CASES, METRIC_IDS, tolerances
+from test_parity import oracle
+
+DIMS = [-1, -2]
+
+
+def setup(case, n=23, m=301, dtype=torch.float64, d=None):
+    d = case.dims[-1] if d is None else d
+    x, y = case.sample((n, d), dtype), case.sample((m, d), dtype)
+    return x, y, oracle(case, x, y).to(dtype), tp.lazy(x, y, case.metric, **case.params)
+
+
+def tol(case, dtype, scale=10):
+    t = tolerances(case, dtype)
+    return {"rtol": t["rtol"] * scale, "atol": t["atol"] * scale}
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32], ids=str)
+@pytest.mark.parametrize("case", METRIC_CASES, ids=METRIC_IDS)
+def test_reductions(case, dtype):
+    for d in (case.dims[0], case.dims[-1]):
+        x, y, ref, K = setup(case, dtype=dtype, d=d)
+        for dim in DIMS:
+            torch.testing.assert_close(K.mean(dim), ref.mean(dim), **tol(case, dtype))
+            torch.testing.assert_close(K.logsumexp(dim), torch.logsumexp(ref, dim), **tol(case, dtype))
+        torch.testing.assert_close(K.mean(), ref.mean(), **tol(case, dtype))
+        torch.testing.assert_close(K.logsumexp(), torch.logsumexp(ref.flatten(), 0), **tol(case, dtype))
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32], ids=str)
+@pytest.mark.parametrize("case", METRIC_CASES, ids=METRIC_IDS)
+def test_min_max_topk(case, dtype):
+    for d in (case.dims[0], case.dims[-1]):
+        x, y, ref, K = setup(case, dtype=dtype, d=d)
+        for dim in DIMS:
+            for name in ("min", "max"):
+                got, want = getattr(K, name)(dim), getattr(torch, name)(ref, dim=dim)
+                torch.testing.assert_close(got.values, want.values, **tolerances(case, dtype))
+                # indices agree except where the oracle and we see a near-tie differently
+                picked = ref.gather(dim, got.indices.unsqueeze(dim)).squeeze(dim)
+                torch.testing.assert_close(picked, want.values, **tolerances(case, dtype))
+                assert torch.equal(getattr(K, "arg" + name)(dim), got.indices)
+            for k, largest in [(1, True), (5, False), (17, True)]:
+                got = K.topk(k, dim=dim, largest=largest)
+                want = torch.topk(ref, k, dim=dim, largest=largest)
+                assert got.values.shape == want.values.shape and got.indices.dtype == torch.int64
+                torch.testing.assert_close(got.values, want.values, **tolerances(case, dtype))
+                torch.testing.assert_close(ref.gather(dim, got.indices), want.values, **tolerances(case, dtype))
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32], ids=str)
+@pytest.mark.parametrize("case", METRIC_CASES, ids=METRIC_IDS)
+def test_softmax_matmul(case, dtype):
+    for d in (case.dims[0], case.dims[-1]):
+        x, y, ref, K = setup(case, dtype=dtype, d=d)
+        v = torch.randn(ref.shape[1], 4, dtype=dtype)
+        w = torch.randn(ref.shape[0], 2, dtype=dtype)
+        torch.testing.assert_close(K.softmax_matmul(v), torch.softmax(ref, -1) @ v, **tol(case, dtype))
+        torch.testing.assert_close(K.softmax_matmul(v[:, 0]), torch.softmax(ref, -1) @ v[:, 0], **tol(case, dtype))
+        torch.testing.assert_close(K.softmax_matmul(w, dim=-2), torch.softmax(ref, -2).T @ w, **tol(case, dtype))
+
+
+@pytest.mark.parametrize("case", METRIC_CASES, ids=METRIC_IDS)
+def test_batched_transposed_and_self(case):
+    d = case.dims[-1]
+    x, y = case.sample((2, 1, 9, d)), case.sample((3, 40, d))
+    K = tp.lazy(x, y, case.metric, **case.params)
+    ref = torch.stack([torch.stack([oracle(case, x[i, 0], y[j]) for j in range(3)]) for i in range(2)])
+    torch.testing.assert_close(K.logsumexp(-1), torch.logsumexp(ref, -1))
+    torch.testing.assert_close(K.topk(4, largest=False).values, ref.topk(4, largest=False).values)
+    torch.testing.assert_close(K.T.min(-1).values, ref.transpose(-1, -2).min(-1).values)
+    torch.testing.assert_close(K.T.max(-2).values, ref.transpose(-1, -2).max(-2).values)
+    v = torch.randn(2, 1, 9, 3, dtype=torch.float64)
+    torch.testing.assert_close(K.T.softmax_matmul(v), torch.softmax(ref.transpose(-1, -2), -1) @ v)
+    xs = case.sample((30, d))
+    S = tp.lazy(xs, None, case.metric, **case.params)
+    refs = oracle(case, xs)
+    torch.testing.assert_close(S.topk(3, largest=False).values, refs.topk(3, largest=False).values)
+    torch.testing.assert_close(S.mean(-2), refs.mean(-2))
+
+
+@pytest.mark.parametrize("case", METRIC_CASES, ids=METRIC_IDS)
+def test_generic_path(case, force_generic):
+    for d in (case.dims[0], case.dims[-1]):
+        x, y, ref, K = setup(case, n=9, m=40, d=d)
+        torch.testing.assert_close(K.logsumexp(-2), torch.logsumexp(ref, -2))
+        torch.testing.assert_close(K.mean(-1), ref.mean(-1))
+        got = K.topk(5, largest=False)
+        torch.testing.assert_close(got.values, ref.topk(5, largest=False).values)
+        torch.testing.assert_close(K.max(-2).values, ref.max(-2).values)
+        v = torch.randn(40, 3, dtype=torch.float64)
+        torch.testing.assert_close(K.softmax_matmul(v), torch.softmax(ref, -1) @ v)
+
+
+@pytest.mark.parametrize("generic", [False, True], ids=["native", "generic"])
+def test_ties_resolve_to_lowest_index(generic, monkeypatch):
+    if generic:
+        monkeypatch.setenv("TORCHPAIR_FORCE_GENERIC", "1")
+    x = torch.tensor([[0.0, 0.0], [5.0, 5.0]], dtype=torch.float64)
+    # columns 1, 3, 600 are the same point; columns 0 and 2 are equidistant copies
+    y = torch.randn(700, 2, dtype=torch.float64) * 10 + 50
+    y[[1, 3, 600]] = torch.tensor([1.0, 0.0], dtype=torch.float64)
+    y[[2, 5]] = torch.tensor([0.0, -1.0], dtype=torch.float64)
+    K = tp.lazy(x, y, "euclidean")
+    assert K.argmin(-1)[0].item() == 1
+    top = K.topk(5, largest=False)
+    assert top.indices[0].tolist() == [1, 2, 3, 5, 600]
+    assert K.T.argmin(-2)[1].item() == 1  # dim=-2 of K^T: over K's columns
+
+
+@pytest.mark.parametrize("generic", [False, True], ids=["native", "generic"])
+def test_nan_handling_matches_torch(generic, monkeypatch):
+    if generic:
+        monkeypatch.setenv("TORCHPAIR_FORCE_GENERIC", "1")
+    x = torch.randn(4, 3, dtype=torch.float64)
+    y = torch.randn(50, 3, dtype=torch.float64)
+    y[7, 0] = float("nan")   # column 7 is NaN for every row
+    x[2, 1] = float("nan")   # row 2 is NaN everywhere
+    K, D = tp.lazy(x, y, "sqeuclidean"), torch.cdist(x, y) ** 2
+    D[:, 7] = float("nan")
+    D[2, :] = float("nan")
+    for name in ("min", "max"):
+        got, want = getattr(K, name)(-1), getattr(torch, name)(D, -1)
+        torch.testing.assert_close(got.values, want.values, equal_nan=True)
+        assert torch.equal(got.indices, want.indices)
+    # topk: NaN is the largest value (first with largest=True, last otherwise)
+    top = K.topk(3, largest=True)
+    assert top.indices[0, 0].item() == 7 and torch.isnan(top.values[0, 0])
+    bottom = K.topk(49, largest=False)
+    assert 7 not in bottom.indices[0].tolist()
+    assert torch.isnan(K.logsumexp(-1)).tolist() == [True] * 4
+    assert torch.isnan(K.mean(-2)).all()  # row 2 is NaN in every column
+
+
+def test_empty():
+    x, y = torch.randn(0, 3), torch.randn(5, 3)
+    K = tp.lazy(x, y, "rbf")
+    assert K.logsumexp(-1).shape == (0,) and K.topk(2).values.shape == (0, 2)
+    assert torch.isneginf(K.logsumexp(-2)).all() and torch.isnan(K.mean(-2)).all()
+    assert K.softmax_matmul(torch.randn(5, 2)).shape == (0, 2)
+    assert torch.equal(K.softmax_matmul(torch.randn(0, 2), dim=-2), torch.zeros(5, 2))
+    assert K.topk(0, dim=-2).values.shape == (0, 5)
+
+
+def test_dense_twin_agrees():
+    x, y = torch.randn(20, 4, dtype=torch.float64), torch.randn(30, 4, dtype=torch.float64)
+    lazy, dense = tp.pairwise_expression(x, y, "rbf"), tp.pairwise_expression(x, y, "rbf", lazy=False)
+    v = torch.randn(30, 2, dtype=torch.float64)
+    for name, args in [("mean", (-1,)), ("logsumexp", (-2,)), ("logsumexp", ()), ("softmax_matmul", (v,))]:
+        torch.testing.assert_close(getattr(lazy, name)(*args), getattr(dense, name)(*args))
+    for name in ("min", "max"):
+        a, b = getattr(lazy, name)(-2), getattr(dense, name)(-2)
+        torch.testing.assert_close(a.values, b.values)
+        assert torch.equal(a.indices, b.indices)
+    a, b = lazy.topk(4, dim=-2, largest=False), dense.topk(4, dim=-2, largest=False)
+    torch.testing.assert_close(a.values, b.values)
+    assert torch.equal(a.indices, b.indices)

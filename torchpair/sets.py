@@ -1,0 +1,61 @@
+"""Set-level consumers: k-nearest neighbours, Hausdorff, Chamfer, MMD and energy distance.
+
+Each is one native operator built on the streamed consumers, so none holds an N x M matrix,
+forward or backward, and each is differentiable with respect to X and Y. Leading (batch)
+dimensions of X and Y broadcast. Conventions for empty sets: docs/conventions.md.
+"""
+from __future__ import annotations
+
+import torch
+
+from . import _params
+
+
+def _check(op, X, Y, metric, y_optional=False):
+    _params.check_tensor(op, "X", X)
+    _params.check_tensor(op, "Y", Y, optional=y_optional)
+    _params.check_metric(op, metric)
+
+
+def knn(X: torch.Tensor, Y: torch.Tensor | None, k: int, metric: str = "euclidean", **params):
+    """The k nearest rows of Y for every row of X: ``(values, indices)`` of shape ``[..., N, k]``,
+    nearest first (smallest distance, or largest similarity for a kernel). Ties go to the
+    lowest index. ``Y=None`` searches X itself (each point is its own nearest neighbour)."""
+    _check("knn", X, Y, metric, y_optional=True)
+    if not isinstance(k, int) or isinstance(k, bool):
+        raise TypeError(f"torchpair.knn: 'k' must be an int, got {type(k).__name__}")
+    v, i = torch.ops.torchpair.knn(X, Y, k, metric, **_params.normalize("knn", params))
+    return torch.return_types.topk((v, i))
+
+
+def hausdorff(X: torch.Tensor, Y: torch.Tensor, metric: str = "euclidean", directed: bool = False, **params):
+    """Hausdorff distance between the row sets X and Y: ``max_i min_j d(x_i, y_j)`` when
+    ``directed`` (scipy's ``directed_hausdorff`` value), else the max of both directions."""
+    _check("hausdorff", X, Y, metric)
+    if not isinstance(directed, bool):
+        raise TypeError(f"torchpair.hausdorff: 'directed' must be a bool, got {type(directed).__name__}")
+    return torch.ops.torchpair.hausdorff(X, Y, metric, directed, **_params.normalize("hausdorff", params))
+
+
+def chamfer(X: torch.Tensor, Y: torch.Tensor, metric: str = "sqeuclidean", reduction: str = "mean", **params):
+    """Chamfer distance: ``mean_i min_j d(x_i, y_j) + mean_j min_i d(x_i, y_j)`` (``reduction=
+    "sum"``: sums instead of means), as point-cloud losses use it."""
+    _check("chamfer", X, Y, metric)
+    return torch.ops.torchpair.chamfer(X, Y, metric, reduction, **_params.normalize("chamfer", params))
+
+
+def mmd(X: torch.Tensor, Y: torch.Tensor, metric: str = "rbf", unbiased: bool = False, **params):
+    """Squared maximum mean discrepancy with any kernel of the catalog:
+    ``E k(x, x') + E k(y, y') - 2 E k(x, y)`` (V-statistics; ``unbiased=True``: U-statistics,
+    the within-set means leave out the diagonal)."""
+    _check("mmd", X, Y, metric)
+    if not isinstance(unbiased, bool):
+        raise TypeError(f"torchpair.mmd: 'unbiased' must be a bool, got {type(unbiased).__name__}")
+    return torch.ops.torchpair.mmd(X, Y, metric, unbiased, **_params.normalize("mmd", params))
+
+
+def energy_distance(X: torch.Tensor, Y: torch.Tensor, metric: str = "euclidean", **params):
+    """Energy distance ``sqrt(2 E d(X, Y) - E d(X, X') - E d(Y, Y'))`` (scipy.stats'
+    ``energy_distance`` in 1-D; V-statistics)."""
+    _check("energy_distance", X, Y, metric)
+    return torch.ops.torchpair.energy_distance(X, Y, metric, **_params.normalize("energy_distance", params))
