@@ -66,6 +66,11 @@ METRIC_CASES: list[MetricCase] = [
 METRIC_IDS = [c.id for c in METRIC_CASES]
 DIFFERENTIABLE_CASES = [c for c in METRIC_CASES if c.differentiable]
 
+# One metric per engine family and kind, for the tests that multiply metrics by consumers
+# (gradchecks of every consumer): extend as families are added.
+REPRESENTATIVE_METRICS = ["euclidean", "rbf"]
+REPRESENTATIVE_CASES = [c for c in DIFFERENTIABLE_CASES if c.id in REPRESENTATIVE_METRICS]
+
 
 def tolerances(case: MetricCase, dtype: torch.dtype) -> dict:
     return {"rtol": case.rtol64, "atol": case.rtol64 * 10} if dtype == torch.float64 else {
@@ -109,42 +114,93 @@ def _public_args(dtype, with_y=True, v=False, dim=False):
     return tuple(args)
 
 
+def _insert(args, position, *values):
+    """args with `values` inserted before index `position` (the core ops put consumer
+    arguments between the operands and the engine arguments)."""
+    return tuple(args[:position]) + values + tuple(args[position:])
+
+
 OP_CASES: list[OpCase] = []
+# One kernel per engine family: opcheck tests the registrations (schema, autograd, fake,
+# AOT dispatch), the numbers are checked by the parity tests.
 for _kernel, _scalars, _sides in [
     ("euclidean_direct", [], False),
-    ("sqeuclidean_gemm", [], True),
-    ("euclidean_gemm", [], True),
-    ("rbf_direct", [0.5], False),
     ("rbf_gemm", [0.5], True),
 ]:
     _d = 20 if _sides else 3
     for _t in (False, True):
-        OP_CASES.append(OpCase("torchpair::_dense", lambda dt, k=_kernel, s=_scalars, d=_d, sd=_sides, t=_t:
-                               _core_args(k, s, d, dt, sd, t), id=f"_dense-{_kernel}-t{int(_t)}"))
-        OP_CASES.append(OpCase("torchpair::_matmul", lambda dt, k=_kernel, s=_scalars, d=_d, sd=_sides, t=_t:
-                               _core_args(k, s, d, dt, sd, t, v_cols=3), id=f"_matmul-{_kernel}-t{int(_t)}"))
-        OP_CASES.append(OpCase("torchpair::_row_sum", lambda dt, k=_kernel, s=_scalars, d=_d, sd=_sides, t=_t:
-                               _core_args(k, s, d, dt, sd, t), id=f"_row_sum-{_kernel}-t{int(_t)}"))
-def _backward_args(forward_op, forward_args, nmask, dtype):
-    """Arguments of a backward operator: the forward's, with a random upstream gradient."""
-    args = forward_args(dtype)
-    ns, name = forward_op.split("::")
+        _mk = lambda dt, k=_kernel, s=_scalars, d=_d, sd=_sides, t=_t, **kw: _core_args(k, s, d, dt, sd, t, **kw)  # noqa: E731
+        _id = f"{_kernel}-t{int(_t)}"
+        OP_CASES += [
+            OpCase("torchpair::_dense", lambda dt, mk=_mk: mk(dt), id=f"_dense-{_id}"),
+            OpCase("torchpair::_matmul", lambda dt, mk=_mk: mk(dt, v_cols=3), id=f"_matmul-{_id}"),
+            OpCase("torchpair::_row_reduce", lambda dt, mk=_mk: _insert(mk(dt), 4, "sum"), id=f"_row_reduce-sum-{_id}"),
+            OpCase("torchpair::_row_reduce", lambda dt, mk=_mk: _insert(mk(dt), 4, "logsumexp"),
+                   id=f"_row_reduce-lse-{_id}"),
+            OpCase("torchpair::_topk", lambda dt, mk=_mk: _insert(mk(dt), 4, 3, False, False), id=f"_topk-{_id}"),
+            OpCase("torchpair::_softmax_matmul", lambda dt, mk=_mk: mk(dt, v_cols=2), id=f"_softmax_matmul-{_id}"),
+        ]
+    _pd = 20 if _sides else 3
+    OP_CASES.append(OpCase("torchpair::_paired", lambda dt, k=_kernel, s=_scalars, d=_pd, sd=_sides:
+                           _paired_args(k, s, d, dt, sd), id=f"_paired-{_kernel}"))
+
+
+def _paired_args(kernel, scalars, d, dtype, with_sides):
+    g = torch.Generator().manual_seed(4)
+    x = torch.randn(2, 6, d, dtype=dtype, generator=g, requires_grad=True)
+    y = torch.randn(2, 6, d, dtype=dtype, generator=g, requires_grad=True)
+    a = (x.detach() ** 2).sum(-1).requires_grad_(True) if with_sides else None
+    b = (y.detach() ** 2).sum(-1).requires_grad_(True) if with_sides else None
+    mask = torch.zeros(2, 6, dtype=torch.bool)
+    mask[:, 0] = True
+    return x, y, a, b, mask, kernel, list(scalars), None
+
+
+def _backward_args(case, nmask, dtype):
+    """Arguments of a backward operator: the forward's, a random upstream gradient, and the
+    forward results the backward needs (logsumexp, softmax)."""
+    args = case.make_args(dtype)
+    name = case.op.split("::")[1]
     with torch.no_grad():
         out = getattr(torch.ops.torchpair, name)(*args)
-    grad = torch.randn(out.shape, dtype=dtype, generator=torch.Generator().manual_seed(2))
+    first = out[0] if isinstance(out, tuple) else out
+    grad = torch.randn(first.shape, dtype=dtype, generator=torch.Generator().manual_seed(2))
     detached = [a.detach() if isinstance(a, torch.Tensor) else a for a in args]
+    if name == "_row_reduce":  # (..., reduction, result, engine...)
+        detached = _insert(detached, 5, out)
+    if name == "_softmax_matmul":  # (..., v, out, lse, engine...)
+        detached = _insert(detached, 5, out[0], out[1])
     return (grad, *detached, [True] * nmask)
 
 
+_BACKWARD = {"_dense": 4, "_row_reduce": 4, "_matmul": 5, "_softmax_matmul": 5, "_paired": 4}
 for _case in list(OP_CASES):
-    if _case.op in ("torchpair::_dense", "torchpair::_row_sum", "torchpair::_matmul"):
-        _n = 5 if _case.op.endswith("_matmul") else 4
-        OP_CASES.append(OpCase(_case.op + "_backward", lambda dt, c=_case, n=_n: _backward_args(c.op, c.make_args, n, dt),
-                               id=_case.id.replace(_case.op.split("::")[1], _case.op.split("::")[1] + "_backward")))
+    _name = _case.op.split("::")[1]
+    if _name in _BACKWARD:
+        OP_CASES.append(OpCase(_case.op + "_backward", lambda dt, c=_case, n=_BACKWARD[_name]: _backward_args(c, n, dt),
+                               id=_case.id.replace(_name, _name + "_backward", 1)))
+
+
+def _set_args(dtype):
+    g = torch.Generator().manual_seed(5)
+    return (torch.randn(2, 5, 3, dtype=dtype, generator=g, requires_grad=True),
+            torch.randn(2, 6, 3, dtype=dtype, generator=g, requires_grad=True))
+
 
 OP_CASES += [
     OpCase("torchpair::pairwise", lambda dt: _public_args(dt), {"gamma": 0.3}, id="pairwise"),
     OpCase("torchpair::pairwise", lambda dt: _public_args(dt, with_y=False), id="pairwise-self"),
     OpCase("torchpair::lazy_matmul", lambda dt: _public_args(dt, v=True), id="lazy_matmul"),
-    OpCase("torchpair::lazy_sum", lambda dt: _public_args(dt, dim=True), id="lazy_sum"),
+    OpCase("torchpair::lazy_reduce", lambda dt: (*_public_args(dt), "logsumexp", -1), id="lazy_reduce"),
+    OpCase("torchpair::lazy_reduce", lambda dt: (*_public_args(dt), "mean", None), id="lazy_reduce-all"),
+    OpCase("torchpair::lazy_topk", lambda dt: (*_public_args(dt), 2, -1, False), id="lazy_topk"),
+    OpCase("torchpair::lazy_topk", lambda dt: (*_public_args(dt, with_y=False), 1, -2, True, True, False, "propagate"),
+           id="lazy_topk-self-cols"),
+    OpCase("torchpair::lazy_softmax_matmul", lambda dt: _public_args(dt, v=True), id="lazy_softmax_matmul"),
+    OpCase("torchpair::knn", lambda dt: (*_set_args(dt), 2), id="knn"),
+    OpCase("torchpair::hausdorff", lambda dt: _set_args(dt), id="hausdorff"),
+    OpCase("torchpair::chamfer", lambda dt: _set_args(dt), id="chamfer"),
+    OpCase("torchpair::mmd", lambda dt: _set_args(dt), {"gamma": 0.5}, id="mmd"),
+    OpCase("torchpair::mmd", lambda dt: (*_set_args(dt), "rbf", True), id="mmd-unbiased"),
+    OpCase("torchpair::energy_distance", lambda dt: _set_args(dt), id="energy_distance"),
 ]

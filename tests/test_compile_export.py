@@ -97,3 +97,43 @@ def test_export_save_load_in_fresh_process(tmp_path):
     """)
     r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0 and "OK" in r.stdout, r.stderr
+
+
+def _consumers(x, y, v):
+    K = tp.lazy(x, y, "rbf", gamma=0.5)
+    top = K.topk(3, largest=False)
+    return (top.values, top.indices, K.min(-1).indices, K.max(-2).values, K.logsumexp(-2), K.softmax_matmul(v),
+            K.mean(), tp.knn(x, y, 2).values, tp.hausdorff(x, y), tp.chamfer(x, y), tp.mmd(x, y),
+            tp.energy_distance(x, y))
+
+
+def test_compile_streamed_consumers_fullgraph():
+    torch._dynamo.reset()
+    x, y, v = data(30, 25, 4, 2)
+    eager = _consumers(x, y, v)
+    compiled = torch.compile(_consumers, fullgraph=True)(x, y, v)
+    for a, b in zip(eager, compiled):
+        torch.testing.assert_close(a, b)
+    # and their backward
+    xg = x.clone().requires_grad_(True)
+    out = torch.compile(lambda a: sum(t.sum() for t in _consumers(a, y, v) if t.is_floating_point()),
+                        fullgraph=True)(xg)
+    out.backward()
+    xe = x.clone().requires_grad_(True)
+    sum(t.sum() for t in _consumers(xe, y, v) if t.is_floating_point()).backward()
+    torch.testing.assert_close(xg.grad, xe.grad, rtol=1e-4, atol=1e-5)
+
+
+class Consumers(torch.nn.Module):
+    def forward(self, x, y, v):
+        return _consumers(x, y, v)
+
+
+def test_export_streamed_consumers_dynamic():
+    x, y, v = data(30, 25, 4, 2)
+    N, M = torch.export.Dim("N", min=4), torch.export.Dim("M", min=4)
+    ep = torch.export.export(Consumers(), (x, y, v), dynamic_shapes=({0: N}, {0: M}, {0: M}))
+    for n, m in [(30, 25), (11, 40)]:
+        x2, y2, v2 = data(n, m, 4, 2)
+        for a, b in zip(ep.module()(x2, y2, v2), _consumers(x2, y2, v2)):
+            torch.testing.assert_close(a, b)

@@ -4,7 +4,7 @@ import pytest
 import torch
 
 import torchpair as tp
-from cases import DIFFERENTIABLE_CASES
+from cases import DIFFERENTIABLE_CASES, REPRESENTATIVE_CASES
 
 
 def gradcheck(fn, inputs, fast_mode=True):
@@ -108,3 +108,78 @@ def test_gradients_match_dense_torch():
     g2 = torch.autograd.grad((ref * w).sum(), (x, y, v))
     for a, b in zip(g1, g2):
         torch.testing.assert_close(a, b)
+
+
+# ---- streamed consumers (issue 5) ----------------------------------------------------------
+CONSUMERS = {
+    "mean": lambda K, v: K.mean(-1),
+    "mean-cols": lambda K, v: K.mean(-2),
+    "mean-all": lambda K, v: K.mean(),
+    "logsumexp": lambda K, v: K.logsumexp(-1),
+    "logsumexp-cols": lambda K, v: K.logsumexp(-2),
+    "logsumexp-all": lambda K, v: K.logsumexp(),
+    "softmax_matmul": lambda K, v: K.softmax_matmul(v),
+    "softmax_matmul-cols": lambda K, v: K.softmax_matmul(v[..., :6, :], dim=-2),
+    "min-values": lambda K, v: K.min(-1).values,
+    "max-values-cols": lambda K, v: K.max(-2).values,
+    "topk-values": lambda K, v: K.topk(3, largest=False).values,
+    "topk-values-cols": lambda K, v: K.topk(2, dim=-2).values,
+}
+
+
+@pytest.mark.parametrize("consumer", list(CONSUMERS), ids=list(CONSUMERS))
+@pytest.mark.parametrize("case", REPRESENTATIVE_CASES, ids=[c.id for c in REPRESENTATIVE_CASES])
+def test_streamed_consumers(case, consumer):
+    fn = CONSUMERS[consumer]
+    for d in (case.dims[0], case.dims[-1]):
+        x, y, v = inputs(case, d, (2,))
+        assert gradcheck(lambda a, b, c: fn(tp.lazy(a, b, case.metric, **case.params), c), (x, y, v))
+        assert gradcheck(lambda a, c: fn(tp.lazy(a, None, case.metric, **case.params), c[..., :6, :]), (x, v))
+
+
+@pytest.mark.parametrize("consumer", ["logsumexp", "softmax_matmul", "topk-values"])
+def test_streamed_consumers_two_sweeps_and_generic(consumer, monkeypatch):
+    fn = CONSUMERS[consumer]
+    case = DIFFERENTIABLE_CASES[0]
+    for env in ({"TORCHPAIR_BACKWARD_BUFFER_BYTES": "0"}, {"TORCHPAIR_FORCE_GENERIC": "1"}):
+        for k, val in env.items():
+            monkeypatch.setenv(k, val)
+        for d in (3, 40):
+            x, y, v = inputs(case, d, (2,))
+            assert gradcheck(lambda a, b, c: fn(tp.lazy(a, b, case.metric, **case.params), c), (x, y, v))
+        for k in env:
+            monkeypatch.delenv(k)
+
+
+def test_softmax_matmul_gradient_matches_dense_torch():
+    x = torch.randn(40, 20, dtype=torch.float64, requires_grad=True)
+    y = torch.randn(50, 20, dtype=torch.float64, requires_grad=True)
+    v = torch.randn(50, 3, dtype=torch.float64, requires_grad=True)
+    out = tp.lazy(x, y, "rbf", gamma=0.3).softmax_matmul(v)
+    ref = torch.softmax(torch.exp(-0.3 * ((x[:, None] - y[None]) ** 2).sum(-1)), -1) @ v
+    w = torch.randn_like(ref)
+    for a, b in zip(torch.autograd.grad((out * w).sum(), (x, y, v)), torch.autograd.grad((ref * w).sum(), (x, y, v))):
+        torch.testing.assert_close(a, b)
+
+
+SETS = {
+    "knn": lambda a, b: tp.knn(a, b, 3).values,
+    "knn-self": lambda a, b: tp.knn(a, None, 2).values,
+    "hausdorff": lambda a, b: tp.hausdorff(a, b),
+    "hausdorff-directed": lambda a, b: tp.hausdorff(a, b, directed=True),
+    "chamfer": lambda a, b: tp.chamfer(a, b),
+    "chamfer-sum-euclidean": lambda a, b: tp.chamfer(a, b, "euclidean", reduction="sum"),
+    "mmd": lambda a, b: tp.mmd(a, b),
+    "mmd-unbiased": lambda a, b: tp.mmd(a, b, unbiased=True, gamma=0.4),
+    "energy_distance": lambda a, b: tp.energy_distance(a, b),
+}
+
+
+@pytest.mark.parametrize("name", list(SETS), ids=list(SETS))
+def test_set_level(name):
+    fn = SETS[name]
+    for d in (3, 20):
+        g = torch.Generator().manual_seed(5)
+        x = torch.randn(2, 7, d, dtype=torch.float64, generator=g, requires_grad=True)
+        y = torch.randn(2, 9, d, dtype=torch.float64, generator=g, requires_grad=True)
+        assert gradcheck(fn, (x, y), fast_mode=False)

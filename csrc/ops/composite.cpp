@@ -270,7 +270,13 @@ std::tuple<at::Tensor, at::Tensor> lazy_topk_op(const at::Tensor& x, const Opt& 
   TORCH_CHECK_VALUE(cols >= k, "torchpair.", op, ": 'k' (", k, ") must not exceed the size of dimension ", dim,
                     " (", cols, ")");
   const auto prep = prepare(op, info, f, opts);
-  auto [values, indices] = topk(core_of(prep, flip), k, largest, largest || nan == "propagate");
+  // Euclidean distances rank exactly as their squares: select on the squared kernel and take
+  // square roots of the k winners only (a sqrt per pair is a quarter of a D = 32 tile).
+  Core core = core_of(prep, flip);
+  const bool squared = core.kernel == "euclidean_gemm" || core.kernel == "euclidean_direct";
+  if (squared) core.kernel = "sq" + core.kernel;
+  auto [values, indices] = topk(core, k, largest, largest || nan == "propagate");
+  if (squared) values = at::sqrt(values);
   if (requires_grad(prep)) values = differentiable_values(prep, flip, values, indices);
   const c10::SymInt rows = flip ? f.m : f.n;
   return {restore(values, f, {rows, k}), restore_shape(indices, f, {rows, k})};
