@@ -32,10 +32,10 @@ test: build
 	$(PY) -m pytest -q $(PYTEST_ARGS) tests
 
 demo: build
-	$(PY) examples/python/quickstart.py
+	$(PY) -m torchpair demo
 
 bench: build
-	$(PY) benchmarks/bench_foundation.py
+	$(PY) -m torchpair bench --out build/bench-report
 
 clean:
 	rm -rf build
