@@ -10,7 +10,7 @@ TORCH_PIN := torch==2.13.0
 DEPS_STAMP := $(VENV)/.deps-stamp
 PYTEST_ARGS ?=
 
-.PHONY: all build deps test demo bench clean distclean
+.PHONY: all build deps test demo bench fuzz sanitize clean distclean
 
 all: build
 
@@ -36,6 +36,24 @@ demo: build
 
 bench: build
 	$(PY) -m torchpair bench --out build/bench-report
+
+# A long property-based run (the bounded one is part of `make test`).
+FUZZ_EXAMPLES ?= 3000
+fuzz: build
+	TORCHPAIR_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(PY) -m pytest -q tests/test_fuzz.py
+
+# The native library built with AddressSanitizer + UndefinedBehaviorSanitizer (build/sanitize),
+# loaded in place of the regular one (TORCHPAIR_LIBRARY), under the test suite minus the
+# compile/export tests (Inductor's generated code is not ours) and the subprocess checks.
+SAN_BUILD := build/sanitize
+SANITIZE_TESTS ?= tests --ignore=tests/test_compile_export.py --ignore=tests/test_cli.py -m "not slow"
+sanitize: build
+	$(VENV)/bin/cmake -S . -B $(SAN_BUILD) -G Ninja -DCMAKE_MAKE_PROGRAM=$(abspath $(VENV)/bin/ninja) \
+	  -DTORCHPAIR_SANITIZE=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPython3_EXECUTABLE=$(abspath $(PY))
+	$(VENV)/bin/cmake --build $(SAN_BUILD)
+	LD_PRELOAD="$$(g++ -print-file-name=libasan.so) $$(g++ -print-file-name=libubsan.so)" \
+	  ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	  TORCHPAIR_LIBRARY=$(abspath $(SAN_BUILD))/libtorchpair.so $(PY) -m pytest -q -x $(SANITIZE_TESTS)
 
 clean:
 	rm -rf build

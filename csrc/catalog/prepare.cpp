@@ -2,6 +2,7 @@
 
 #include <c10/util/Exception.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <sstream>
@@ -22,6 +23,13 @@ double float_param(const std::optional<double>& value, double fallback, const ch
   const bool ok = lo_inclusive ? v >= lo : v > lo;
   TORCH_CHECK_VALUE(ok, "torchpair.", in.op, ": parameter '", name, "' of metric '", metric, "' must be ",
                     lo_inclusive ? ">= " : "> ", lo, ", got ", v);
+  // Kernels evaluate scalars in the tile dtype: a finite double beyond float's range would
+  // become inf there (and 0 * inf = NaN, e.g. rbf's exp(-gamma * 0)). The largest float
+  // gives the same result as the double for every representable input.
+  if (in.x.scalar_type() != at::kDouble) {
+    constexpr double kMaxFloat = std::numeric_limits<float>::max();
+    return std::max(-kMaxFloat, std::min(kMaxFloat, v));
+  }
   return v;
 }
 
