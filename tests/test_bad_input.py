@@ -101,6 +101,44 @@ CASES = [
                                                             "euclidean_direct", []), TypeError, r"'self_mask' must be bool"),
 ]
 
+# ---- issue 3b: kernel parameters ---------------------------------------------------------------
+CASES += [
+    ("poly-degree-below-1", lambda: tp.pairwise(x, y, "polynomial", degree=0.5), ValueError, r"'degree'.*>= 1"),
+    ("poly-degree-nan", lambda: tp.pairwise(x, y, "poly", degree=float("nan")), ValueError, r"'degree'.*finite"),
+    ("poly-negative-gamma", lambda: tp.pairwise(x, y, "polynomial", gamma=-0.1), ValueError, r"'gamma'.*>= 0"),
+    ("poly-coef0-inf", lambda: tp.lazy(x, y, "polynomial", coef0=float("inf")), ValueError, r"'coef0'.*finite"),
+    ("sigmoid-gamma-nan", lambda: tp.pairwise(x, y, "sigmoid", gamma=float("nan")), ValueError, r"'gamma'.*finite"),
+    ("laplacian-negative-gamma", lambda: tp.pairwise(x, y, "laplacian", gamma=-2.0), ValueError, r"'gamma'"),
+    ("linear-takes-nothing", lambda: tp.pairwise(x, y, "linear", gamma=1.0), ValueError,
+     r"metric 'linear' does not take parameter 'gamma'"),
+    ("chi2-negative-x", lambda: tp.pairwise(-x.abs(), y.abs(), "chi2"), ValueError, r"'x' contains negative values"),
+    ("chi2-negative-y", lambda: tp.lazy(x.abs(), -y.abs(), "additive_chi2").sum(-1), ValueError,
+     r"'y' contains negative values"),
+    ("matern-nu-not-in-set", lambda: tp.pairwise(x, y, "matern", nu=1.0), ValueError, r"'nu'.*one of 0.5, 1.5, 2.5 or inf"),
+    ("matern-nu-nan", lambda: tp.pairwise(x, y, "matern", nu=float("nan")), ValueError, r"'nu'"),
+    ("matern-negative-length-scale", lambda: tp.pairwise(x, y, "matern", length_scale=-1.0), ValueError,
+     r"'length_scale'.*> 0"),
+    ("matern-zero-length-scale", lambda: tp.pairwise(x, y, "matern", length_scale=0.0), ValueError, r"'length_scale'"),
+    ("matern-length-scale-inf", lambda: tp.pairwise(x, y, "matern", length_scale=float("inf")), ValueError,
+     r"'length_scale'.*finite"),
+    ("matern-length-scales-wrong-length", lambda: tp.pairwise(x, y, "matern", length_scale=[1.0, 2.0]), ValueError,
+     r"'length_scales'.*one value per feature \(shape \[3\]\)"),
+    ("matern-length-scales-2d", lambda: tp.pairwise(x, y, "matern", length_scales=torch.ones(1, 3)), ValueError,
+     r"'length_scales'"),
+    ("matern-length-scales-negative", lambda: tp.pairwise(x, y, "matern", length_scale=[1.0, -2.0, 1.0]), ValueError,
+     r"'length_scales'.*> 0"),
+    ("matern-length-scales-nan", lambda: tp.lazy(x, y, "matern", length_scale=[1.0, float("nan"), 1.0]).sum(),
+     ValueError, r"'length_scales'.*finite"),
+    ("matern-length-scales-complex", lambda: tp.pairwise(x, y, "matern", length_scales=torch.ones(3, dtype=torch.complex64)),
+     TypeError, r"'length_scales'"),
+    ("matern-both-length-scales", lambda: tp.pairwise(x, y, "matern", length_scale=1.0, length_scales=torch.ones(3)),
+     ValueError, r"'length_scale'.*'length_scales'"),
+    ("rq-per-feature", lambda: tp.pairwise(x, y, "rational_quadratic", length_scale=[1.0, 2.0, 3.0]), ValueError,
+     r"'rational_quadratic' does not take parameter 'length_scales'"),
+    ("rq-alpha-zero", lambda: tp.pairwise(x, y, "rational_quadratic", alpha=0.0), ValueError, r"'alpha'.*> 0"),
+    ("rq-alpha-inf", lambda: tp.pairwise(x, y, "rational_quadratic", alpha=float("inf")), ValueError, r"'alpha'.*finite"),
+]
+
 
 @pytest.mark.parametrize("call,exc,pattern", [c[1:] for c in CASES], ids=[c[0] for c in CASES])
 def test_bad_input(call, exc, pattern):

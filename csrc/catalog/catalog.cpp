@@ -20,6 +20,40 @@ std::vector<MetricInfo> build() {
                   "sum_k (x_k - y_k)^2", &prepare_sqeuclidean});
   rows.push_back({"rbf", {}, "kernel", "similarity", {kGamma}, true, "float32/float64", "input dtype",
                   "exp(-gamma * |x - y|^2)", &prepare_rbf});
+  {  // ---- issue 3b: kernels (sklearn names and defaults; csrc/catalog/prepare_kernels.cpp) ----
+    const ParamInfo coef0{"coef0", "float", "1", "additive constant; must be finite"};
+    const ParamInfo chi2_gamma{"gamma", "float", "1", "kernel width; must be finite and >= 0"};
+    const ParamInfo length_scale{"length_scale", "float", "1", "one length scale for all features; finite, > 0"};
+    const ParamInfo length_scales{"length_scales", "tensor", "none",
+                                  "one length scale per feature ([D]; Python: an array length_scale), > 0; "
+                                  "differentiable"};
+    const char* f = "float32/float64";
+    const char* out = "input dtype";
+    rows.push_back({"linear", {}, "kernel", "similarity", {}, true, f, out, "x . y", &prepare_linear});
+    rows.push_back({"polynomial", {"poly"}, "kernel", "similarity",
+                    {{"degree", "float", "3", "exponent; finite, >= 1 (integers are exact for negative bases)"},
+                     kGamma, coef0},
+                    true, f, out, "(gamma * x . y + coef0)^degree", &prepare_polynomial});
+    rows.push_back({"sigmoid", {}, "kernel", "similarity", {kGamma, coef0}, true, f, out,
+                    "tanh(gamma * x . y + coef0)", &prepare_sigmoid});
+    rows.push_back({"cosine_similarity", {}, "kernel", "similarity", {}, true, f, out,
+                    "x . y / (|x| |y|); 0 for a row of norm 0 (sklearn)", &prepare_cosine_similarity});
+    rows.push_back({"laplacian", {}, "kernel", "similarity", {kGamma}, true, f, out, "exp(-gamma * sum_k |x_k - y_k|)",
+                    &prepare_laplacian});
+    rows.push_back({"chi2", {}, "kernel", "similarity", {chi2_gamma}, true, f, out,
+                    "exp(-gamma * sum_k (x_k - y_k)^2 / (x_k + y_k)); terms with x_k + y_k = 0 are 0; features >= 0",
+                    &prepare_chi2});
+    rows.push_back({"additive_chi2", {}, "kernel", "similarity", {}, true, f, out,
+                    "-sum_k (x_k - y_k)^2 / (x_k + y_k); terms with x_k + y_k = 0 are 0; features >= 0",
+                    &prepare_additive_chi2});
+    rows.push_back({"matern", {}, "kernel", "similarity",
+                    {{"nu", "float", "1.5", "smoothness: 0.5, 1.5, 2.5 or inf"}, length_scale, length_scales}, true, f,
+                    out, "sklearn.gaussian_process.kernels.Matern(length_scale, nu)", &prepare_matern});
+    rows.push_back({"rational_quadratic", {}, "kernel", "similarity",
+                    {{"alpha", "float", "1", "scale mixture parameter; finite, > 0"}, length_scale}, true, f, out,
+                    "(1 + |x - y|^2 / (2 alpha length_scale^2))^(-alpha) (sklearn RationalQuadratic)",
+                    &prepare_rational_quadratic});
+  }
   return rows;
 }
 

@@ -25,4 +25,15 @@ Prepared prepare_euclidean(const Inputs& in, const ComparisonOptions& o);
 Prepared prepare_sqeuclidean(const Inputs& in, const ComparisonOptions& o);
 Prepared prepare_rbf(const Inputs& in, const ComparisonOptions& o);
 
+// ---- issue 3b: kernels (csrc/catalog/prepare_kernels.cpp) ----
+Prepared prepare_linear(const Inputs& in, const ComparisonOptions& o);
+Prepared prepare_cosine_similarity(const Inputs& in, const ComparisonOptions& o);
+Prepared prepare_polynomial(const Inputs& in, const ComparisonOptions& o);
+Prepared prepare_sigmoid(const Inputs& in, const ComparisonOptions& o);
+Prepared prepare_laplacian(const Inputs& in, const ComparisonOptions& o);
+Prepared prepare_chi2(const Inputs& in, const ComparisonOptions& o);
+Prepared prepare_additive_chi2(const Inputs& in, const ComparisonOptions& o);
+Prepared prepare_matern(const Inputs& in, const ComparisonOptions& o);
+Prepared prepare_rational_quadratic(const Inputs& in, const ComparisonOptions& o);
+
 }  // namespace tp::catalog

@@ -12,6 +12,7 @@
 
 #include "metrics/elementwise.h"
 #include "metrics/inner_product.h"
+#include "metrics/kernels.h"
 #include "metrics/kernel_list.h"
 
 namespace tp::generic {

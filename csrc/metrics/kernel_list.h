@@ -8,9 +8,19 @@
 #define TORCHPAIR_ELEMENTWISE_KERNELS(_)   \
   _(sqeuclidean_direct, SqEuclideanDirect) \
   _(euclidean_direct, EuclideanDirect)     \
-  _(rbf_direct, RbfDirect)
+  _(rbf_direct, RbfDirect)                 \
+  _(laplacian_direct, LaplacianDirect)     \
+  _(chi2_direct, Chi2Direct)               \
+  _(additive_chi2_direct, AdditiveChi2Direct) \
+  _(matern_direct, MaternDirect)           \
+  _(rational_quadratic_direct, RationalQuadraticDirect)
 
 #define TORCHPAIR_INNER_PRODUCT_KERNELS(_) \
   _(sqeuclidean_gemm, SqEuclideanGemm)     \
   _(euclidean_gemm, EuclideanGemm)         \
-  _(rbf_gemm, RbfGemm)
+  _(rbf_gemm, RbfGemm)                     \
+  _(linear_gemm, LinearGemm)               \
+  _(polynomial_gemm, PolynomialGemm)       \
+  _(sigmoid_gemm, SigmoidGemm)             \
+  _(matern_gemm, MaternGemm)               \
+  _(rational_quadratic_gemm, RationalQuadraticGemm)

@@ -158,4 +158,27 @@ inline Vec<T> sign(const Vec<T>& x) {
 }
 inline at::Tensor sign(const at::Tensor& x) { return x.sign(); }
 
+// ---- issue 3b: kernels (csrc/metrics/kernels.h) ----------------------------------------
+// Whether an exponent is an integer in [0, 1024] (computed by repeated squaring).
+inline bool is_small_integer(double p) { return p >= 0.0 && p <= 1024.0 && std::floor(p) == p; }
+
+// x^n for an integer n >= 0 by repeated squaring (x^0 = 1, also for x = 0): exact signs for
+// negative x, and a handful of multiplications instead of a pow.
+template <class V>
+inline V powi(const V& x, int64_t n) {
+  V result = tp::math::full_like(x, 1.0);
+  V base = x;
+  bool first = true;
+  while (n > 0) {
+    if (n & 1) {
+      result = first ? base : result * base;
+      first = false;
+    }
+    n >>= 1;
+    if (n > 0) base = base * base;
+  }
+  return result;
+}
+inline at::Tensor powi(const at::Tensor& x, int64_t n) { return x.pow(static_cast<double>(n)); }
+
 }  // namespace tp::math

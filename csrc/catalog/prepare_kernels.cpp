@@ -1,0 +1,155 @@
+// Preparation of the sklearn kernels (issue 3, part B): parameter defaults and validation,
+// operand transformations (normalisation, length scales), engine kernel choice. Kernel
+// definitions: csrc/metrics/kernels.h.
+#include <c10/core/DispatchKeySet.h>
+#include <c10/util/Exception.h>
+
+#include <cmath>
+#include <limits>
+#include <sstream>
+
+#include "catalog/prepare.h"
+
+namespace tp::catalog {
+namespace {
+
+// sklearn: gamma = 1 / n_features when omitted. With no features every inner product and
+// distance is 0, so any gamma gives the same values; 1.0 keeps the default finite.
+double gamma_param(const Inputs& in, const ComparisonOptions& o, const char* metric, double sklearn_default) {
+  const int64_t d = feature_dim(in);
+  const double fallback = sklearn_default > 0 ? sklearn_default : (d > 0 ? 1.0 / double(d) : 1.0);
+  return float_param(o.gamma, fallback, "gamma", in, metric, 0.0);
+}
+
+Prepared gemm_call(const Inputs& in, const at::Tensor& x, const at::Tensor& y, const char* kernel,
+                   std::vector<double> scalars) {
+  Prepared p;
+  p.symmetric = in.symmetric;
+  p.x = x;
+  p.y = in.symmetric ? x : y;
+  p.kernel = kernel;
+  p.scalars = std::move(scalars);
+  return p;
+}
+
+Prepared direct_call(const Inputs& in, const char* kernel, std::vector<double> scalars) {
+  return gemm_call(in, in.x, in.y, kernel, std::move(scalars));
+}
+
+// Data-dependent checks (sign of the inputs, of the length scales) read values: done on real
+// tensors in eager mode, skipped on the fake/functional tensors of torch.compile and
+// torch.export, where values are unknown (docs/conventions.md).
+bool values_are_readable(const at::Tensor& t) {
+  if (!t.defined() || t.is_meta()) return false;
+  const c10::DispatchKeySet traced({c10::DispatchKey::Python, c10::DispatchKey::PythonTLSSnapshot,
+                                    c10::DispatchKey::Functionalize});
+  return !t.key_set().has_any(traced);
+}
+
+// x / |x| (rows), and 0 for a row of norm 0 (sklearn's normalize), with gradient 0 there.
+at::Tensor normalize_rows(const at::Tensor& x) {
+  const at::Tensor norm = at::linalg_vector_norm(x, 2, {-1}, /*keepdim=*/true);
+  const at::Tensor zero = norm == 0;
+  const at::Tensor safe = at::where(zero, at::ones_like(norm), norm);
+  return at::where(zero, at::zeros_like(x), x / safe);
+}
+
+// sklearn's chi2 kernels are defined for non-negative features ("X contains negative
+// values." otherwise): the same check, naming the argument.
+void check_non_negative(const Inputs& in, const char* metric) {
+  auto check = [&](const at::Tensor& t, const char* name) {
+    if (!values_are_readable(t) || t.numel() == 0) return;
+    TORCH_CHECK_VALUE(!(t < 0).any().item<bool>(), "torchpair.", in.op, ": metric '", metric,
+                      "' needs non-negative features, but '", name, "' contains negative values");
+  };
+  check(in.x, "x");
+  if (!in.symmetric) check(in.y, "y");
+}
+
+// Scalar length_scale (default 1.0, > 0), returned as 1 / length_scale^2; or one length
+// scale per feature (tensor length_scales, [D] or 0-d, > 0) applied to the operands, which
+// makes it differentiable. Not both.
+double length_scale_param(Inputs& scaled, const Inputs& in, const ComparisonOptions& o, const char* metric) {
+  if (!o.length_scales.has_value()) {
+    const double ls = float_param(o.length_scale, 1.0, "length_scale", in, metric, 0.0, /*lo_inclusive=*/false);
+    return 1.0 / (ls * ls);
+  }
+  TORCH_CHECK_VALUE(!o.length_scale.has_value(), "torchpair.", in.op, ": metric '", metric,
+                    "' takes either 'length_scale' (one value) or 'length_scales' (one per feature), not both");
+  const at::Tensor& ls = *o.length_scales;
+  const int64_t d = feature_dim(in);
+  TORCH_CHECK_TYPE(!ls.is_complex() && ls.scalar_type() != at::kBool, "torchpair.", in.op,
+                   ": parameter 'length_scales' of metric '", metric, "' must be a real tensor, got ", ls.scalar_type());
+  TORCH_CHECK_VALUE(ls.device() == in.x.device(), "torchpair.", in.op, ": parameter 'length_scales' is on ",
+                    ls.device(), " but 'x' is on ", in.x.device());
+  TORCH_CHECK_VALUE(ls.dim() == 0 || (ls.dim() == 1 && ls.sym_size(0) == d), "torchpair.", in.op,
+                    ": parameter 'length_scales' of metric '", metric,
+                    "' must have one value per feature (shape [", d, "]) or be a scalar, got shape ", ls.sym_sizes());
+  if (values_are_readable(ls) && ls.numel() > 0) {
+    const at::Tensor v = ls.detach();
+    TORCH_CHECK_VALUE(at::isfinite(v).all().item<bool>() && (v > 0).all().item<bool>(), "torchpair.", in.op,
+                      ": parameter 'length_scales' of metric '", metric, "' must be finite and > 0");
+  }
+  const at::Tensor lsx = ls.to(in.x.scalar_type());
+  scaled.x = in.x / lsx;
+  scaled.y = in.symmetric ? scaled.x : in.y / lsx;
+  return 1.0;
+}
+
+}  // namespace
+
+Prepared prepare_linear(const Inputs& in, const ComparisonOptions&) {
+  return direct_call(in, "linear_gemm", {});
+}
+
+Prepared prepare_cosine_similarity(const Inputs& in, const ComparisonOptions&) {
+  const at::Tensor x = normalize_rows(in.x);
+  return gemm_call(in, x, in.symmetric ? x : normalize_rows(in.y), "linear_gemm", {});
+}
+
+Prepared prepare_polynomial(const Inputs& in, const ComparisonOptions& o) {
+  const double gamma = gamma_param(in, o, "polynomial", 0.0);
+  const double coef0 = float_param(o.coef0, 1.0, "coef0", in, "polynomial");
+  const double degree = float_param(o.degree, 3.0, "degree", in, "polynomial", 1.0);
+  return direct_call(in, "polynomial_gemm", {gamma, coef0, degree});
+}
+
+Prepared prepare_sigmoid(const Inputs& in, const ComparisonOptions& o) {
+  const double gamma = gamma_param(in, o, "sigmoid", 0.0);
+  const double coef0 = float_param(o.coef0, 1.0, "coef0", in, "sigmoid");
+  return direct_call(in, "sigmoid_gemm", {gamma, coef0});
+}
+
+Prepared prepare_laplacian(const Inputs& in, const ComparisonOptions& o) {
+  return direct_call(in, "laplacian_direct", {gamma_param(in, o, "laplacian", 0.0)});
+}
+
+Prepared prepare_chi2(const Inputs& in, const ComparisonOptions& o) {
+  const double gamma = gamma_param(in, o, "chi2", 1.0);
+  check_non_negative(in, "chi2");
+  return direct_call(in, "chi2_direct", {gamma});
+}
+
+Prepared prepare_additive_chi2(const Inputs& in, const ComparisonOptions&) {
+  check_non_negative(in, "additive_chi2");
+  return direct_call(in, "additive_chi2_direct", {});
+}
+
+Prepared prepare_matern(const Inputs& in, const ComparisonOptions& o) {
+  const double nu = o.nu.value_or(1.5);
+  TORCH_CHECK_VALUE(nu == 0.5 || nu == 1.5 || nu == 2.5 || nu == std::numeric_limits<double>::infinity(),
+                    "torchpair.", in.op, ": parameter 'nu' of metric 'matern' must be one of 0.5, 1.5, 2.5 or inf, got ",
+                    nu);
+  Inputs scaled = in;
+  const double inv_ls2 = length_scale_param(scaled, in, o, "matern");
+  return distance_family(scaled, "matern", {nu, inv_ls2});
+}
+
+Prepared prepare_rational_quadratic(const Inputs& in, const ComparisonOptions& o) {
+  const double alpha = float_param(o.alpha, 1.0, "alpha", in, "rational_quadratic", 0.0, /*lo_inclusive=*/false);
+  Inputs scaled = in;
+  const double inv_ls2 = length_scale_param(scaled, in, o, "rational_quadratic");
+  return distance_family(scaled, "rational_quadratic", {alpha, inv_ls2});
+}
+
+}  // namespace tp::catalog

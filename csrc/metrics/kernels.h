@@ -1,0 +1,211 @@
+#pragma once
+// Kernel (similarity) definitions with sklearn's names, defaults and numbers (issue 3, part B):
+//   inner-product family : linear (also cosine_similarity on normalised operands),
+//                          polynomial, sigmoid; matern and rational_quadratic as functions of
+//                          d2 on (length-scaled) operands;
+//   elementwise family   : laplacian, chi2, additive_chi2; the difference-based twins of the
+//                          d2-kernels for small D (DistanceDirect).
+// See kernel_traits.h for the contracts and docs/conventions.md for the values and gradients
+// at the non-differentiable points, which are chosen here.
+#include "metrics/kernel_traits.h"
+#include "metrics/math.h"
+
+namespace tp::metrics {
+using math::operator*;
+using math::operator+;
+using math::operator-;
+using math::operator/;
+
+// ---- inner-product family: value(g, a, b), g = x'.y' -----------------------------------
+
+// x . y (cosine_similarity: the same on operands normalised by the catalog).
+struct LinearGemm {
+  static constexpr int kScalars = 0;
+  static constexpr bool kDistanceBased = false, kSingularAtZero = false;
+  template <class V> static V value(const V& g, const V&, const V&, const Scalars&) { return g; }
+  template <class V>
+  static void grad(const V& g, const V&, const V&, const V&, V& fg, V& fa, V& fb, const Scalars&) {
+    fg = math::full_like(g, 1.0);
+    fa = math::full_like(g, 0.0);
+    fb = fa;
+  }
+};
+
+// (gamma x.y + coef0)^degree; scalars: [gamma, coef0, degree]. Integer degrees (sklearn's
+// default 3) are computed by repeated squaring: exact for negative bases and much cheaper
+// than pow; other degrees by pow (NaN for a negative base, as numpy's float power).
+struct PolynomialGemm {
+  static constexpr int kScalars = 3;
+  static constexpr bool kDistanceBased = false, kSingularAtZero = false;
+  template <class V> static V power(const V& base, double degree) {
+    if (math::is_small_integer(degree)) return math::powi(base, static_cast<int64_t>(degree));
+    return math::pow(base, degree);
+  }
+  template <class V> static V value(const V& g, const V&, const V&, const Scalars& s) {
+    const V base = g * s[0] + s[1];
+    return power(base, s[2]);
+  }
+  template <class V>
+  static void grad(const V& g, const V&, const V&, const V&, V& fg, V& fa, V& fb, const Scalars& s) {
+    const V base = g * s[0] + s[1];
+    fg = power(base, s[2] - 1.0) * (s[2] * s[0]);  // base^0 = 1, also at base = 0
+    fa = math::full_like(g, 0.0);
+    fb = fa;
+  }
+};
+
+// tanh(gamma x.y + coef0); scalars: [gamma, coef0].
+struct SigmoidGemm {
+  static constexpr int kScalars = 2;
+  static constexpr bool kDistanceBased = false, kSingularAtZero = false;
+  template <class V> static V value(const V& g, const V&, const V&, const Scalars& s) {
+    const V arg = g * s[0] + s[1];
+    return math::tanh(arg);
+  }
+  template <class V>
+  static void grad(const V& g, const V&, const V&, const V& value, V& fg, V& fa, V& fb, const Scalars& s) {
+    fg = (math::full_like(g, 1.0) - value * value) * s[0];
+    fa = math::full_like(g, 0.0);
+    fb = fa;
+  }
+};
+
+// sklearn.gaussian_process.kernels.Matern as h(d2); scalars: [nu, 1 / length_scale^2]
+// (the second is 1 when the catalog has scaled the operands by one length scale per
+// feature). r = sqrt(d2) / length_scale;
+//   nu = 0.5: exp(-r)      nu = 1.5: (1 + t) exp(-t), t = sqrt(3) r
+//   nu = 2.5: (1 + t + t^2 / 3) exp(-t), t = sqrt(5) r      nu = inf: exp(-r^2 / 2).
+// nu = 0.5 is not differentiable at r = 0: its gradient there is 0 (convention).
+struct MaternGemm {
+  static constexpr int kScalars = 2;
+  // nu = 0.5 is sqrt-like at 0; for the smooth nu the engine's rounding floor only zeroes a
+  // gradient that is itself below rounding (it is proportional to x - y).
+  static constexpr bool kDistanceBased = true, kSingularAtZero = true;
+  template <class V> static V h(const V& d2, const Scalars& s) {
+    const V r2 = d2 * s[1];
+    const double nu = s[0];
+    if (nu == 0.5) return math::exp(math::sqrt(r2) * -1.0);
+    if (nu == 1.5) {
+      const V t = math::sqrt(r2 * 3.0);
+      return (t + 1.0) * math::exp(t * -1.0);
+    }
+    if (nu == 2.5) {
+      const V t = math::sqrt(r2 * 5.0);
+      return (t + 1.0 + r2 * (5.0 / 3.0)) * math::exp(t * -1.0);
+    }
+    return math::exp(r2 * -0.5);  // nu = inf: the squared exponential
+  }
+  template <class V> static V dh(const V& d2, const V& value, const Scalars& s) {
+    const V r2 = d2 * s[1];
+    const double nu = s[0], k = s[1];
+    if (nu == 0.5) {
+      const V r = math::sqrt(r2);
+      return math::select(math::is_zero(r), math::full_like(r, 0.0), V(value / r * (-0.5 * k)));
+    }
+    if (nu == 1.5) return math::exp(math::sqrt(r2 * 3.0) * -1.0) * (-1.5 * k);
+    if (nu == 2.5) {
+      const V t = math::sqrt(r2 * 5.0);
+      return (t + 1.0) * math::exp(t * -1.0) * (-5.0 / 6.0 * k);
+    }
+    return value * (-0.5 * k);
+  }
+};
+
+// sklearn.gaussian_process.kernels.RationalQuadratic as h(d2):
+// (1 + d2 / (2 alpha length_scale^2))^(-alpha); scalars: [alpha, 1 / length_scale^2].
+struct RationalQuadraticGemm {
+  static constexpr int kScalars = 2;
+  static constexpr bool kDistanceBased = true, kSingularAtZero = false;
+  template <class V> static V base(const V& d2, const Scalars& s) { return d2 * (s[1] / (2.0 * s[0])) + 1.0; }
+  template <class V> static V h(const V& d2, const Scalars& s) { return math::pow(base(d2, s), -s[0]); }
+  template <class V> static V dh(const V& d2, const V& value, const Scalars& s) {
+    return value / base(d2, s) * (-0.5 * s[1]);
+  }
+};
+
+// ---- elementwise family -----------------------------------------------------------------
+
+// A distance-based kernel h(d2) evaluated on differences (exact for equal rows): the
+// small-D twin of an inner-product definition H.
+template <class H>
+struct DistanceDirect {
+  static constexpr int kScalars = H::kScalars, kAcc = 1, kCtx = 1;
+  static constexpr bool kMax = false;
+  template <class V> static void term(const V& x, const V& y, V* t, const Scalars&) { t[0] = math::square(x - y); }
+  template <class V> static V finalize(const V* acc, const Scalars& s) { return H::h(acc[0], s); }
+  template <class V> static void grad_context(const V* acc, const V& value, V* ctx, const Scalars& s) {
+    ctx[0] = H::dh(acc[0], value, s) * 2.0;
+  }
+  template <class V> static V dx(const V& x, const V& y, const V* ctx, const Scalars&) { return (x - y) * ctx[0]; }
+  template <class V> static V dy(const V& x, const V& y, const V* ctx, const Scalars&) { return (y - x) * ctx[0]; }
+};
+using MaternDirect = DistanceDirect<MaternGemm>;
+using RationalQuadraticDirect = DistanceDirect<RationalQuadraticGemm>;
+
+// exp(-gamma sum_k |x_k - y_k|); scalars: [gamma]. At x_k = y_k the k-th derivative is 0
+// (sign(0) = 0, the subgradient torch.abs uses).
+struct LaplacianDirect {
+  static constexpr int kScalars = 1, kAcc = 1, kCtx = 1;
+  static constexpr bool kMax = false;
+  template <class V> static void term(const V& x, const V& y, V* t, const Scalars&) { t[0] = math::abs(x - y); }
+  template <class V> static V finalize(const V* acc, const Scalars& s) { return math::exp(acc[0] * (-s[0])); }
+  template <class V> static void grad_context(const V*, const V& value, V* ctx, const Scalars& s) {
+    ctx[0] = value * (-s[0]);
+  }
+  template <class V> static V dx(const V& x, const V& y, const V* ctx, const Scalars&) {
+    return math::sign(x - y) * ctx[0];
+  }
+  template <class V> static V dy(const V& x, const V& y, const V* ctx, const Scalars&) {
+    return math::sign(y - x) * ctx[0];
+  }
+};
+
+// The chi-squared term (x - y)^2 / (x + y) and its partial derivatives. sklearn skips a
+// feature whose x + y is 0 (term 0); its derivatives are 0 there too (convention).
+struct ChiSquaredTerm {
+  template <class V> static V term(const V& x, const V& y) {
+    const V den = x + y;
+    const V num = x - y;
+    return math::select(math::is_zero(den), math::full_like(den, 0.0), V(num * num / den));
+  }
+  // d term / d x = (x - y)(x + 3y) / (x + y)^2
+  template <class V> static V dx(const V& x, const V& y) {
+    const V den = x + y;
+    const V q = (x - y) / den;
+    return math::select(math::is_zero(den), math::full_like(den, 0.0), V(q * (den + y + y) / den));
+  }
+};
+
+// exp(-gamma sum_k (x_k - y_k)^2 / (x_k + y_k)); scalars: [gamma].
+struct Chi2Direct {
+  static constexpr int kScalars = 1, kAcc = 1, kCtx = 1;
+  static constexpr bool kMax = false;
+  template <class V> static void term(const V& x, const V& y, V* t, const Scalars&) { t[0] = ChiSquaredTerm::term(x, y); }
+  template <class V> static V finalize(const V* acc, const Scalars& s) { return math::exp(acc[0] * (-s[0])); }
+  template <class V> static void grad_context(const V*, const V& value, V* ctx, const Scalars& s) {
+    ctx[0] = value * (-s[0]);
+  }
+  template <class V> static V dx(const V& x, const V& y, const V* ctx, const Scalars&) {
+    return ChiSquaredTerm::dx(x, y) * ctx[0];
+  }
+  template <class V> static V dy(const V& x, const V& y, const V* ctx, const Scalars&) {
+    return ChiSquaredTerm::dx(y, x) * ctx[0];  // the term is symmetric in (x, y)
+  }
+};
+
+// -sum_k (x_k - y_k)^2 / (x_k + y_k); no scalars.
+struct AdditiveChi2Direct {
+  static constexpr int kScalars = 0, kAcc = 1, kCtx = 0;
+  static constexpr bool kMax = false;
+  template <class V> static void term(const V& x, const V& y, V* t, const Scalars&) { t[0] = ChiSquaredTerm::term(x, y); }
+  template <class V> static V finalize(const V* acc, const Scalars&) { return acc[0] * -1.0; }
+  template <class V> static void grad_context(const V*, const V&, V*, const Scalars&) {}
+  template <class V> static V dx(const V& x, const V& y, const V*, const Scalars&) {
+    return ChiSquaredTerm::dx(x, y) * -1.0;
+  }
+  template <class V> static V dy(const V& x, const V& y, const V*, const Scalars&) {
+    return ChiSquaredTerm::dx(y, x) * -1.0;
+  }
+};
+
+}  // namespace tp::metrics

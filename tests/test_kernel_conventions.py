@@ -1,0 +1,246 @@
+"""The sklearn kernels at their non-differentiable and undefined points (docs/conventions.md,
+"Kernels"), gradients with respect to per-feature length scales, and the parameter
+conventions (defaults, integer degrees of negative bases). Oracles: sklearn and autograd
+through dense torch formulas written with the same conventions."""
+import numpy as np
+import pytest
+import torch
+from sklearn.gaussian_process import kernels as gpk
+from sklearn.metrics import pairwise as skp
+
+import torchpair as tp
+
+D64 = torch.float64
+
+
+def grads(fn, *tensors):
+    """Gradients of sum(fn(...) * w) for a fixed random w."""
+    leaves = [t.detach().clone().requires_grad_(True) for t in tensors]
+    out = fn(*leaves)
+    w = torch.randn(out.shape, dtype=out.dtype, generator=torch.Generator().manual_seed(7))
+    return torch.autograd.grad((out * w).sum(), leaves)
+
+
+def both_paths(fn):
+    """fn through the dense operator and through a lazy consumer (K @ I is K)."""
+    return [
+        lambda a, b: fn(a, b, lambda x, y, m, **p: tp.pairwise(x, y, m, **p)),
+        lambda a, b: fn(a, b, lambda x, y, m, **p: tp.lazy(x, y, m, **p) @ torch.eye(y.shape[-2], dtype=y.dtype)),
+    ]
+
+
+# ---- laplacian at equal coordinates --------------------------------------------------------
+def test_laplacian_equal_coordinates_gradient_is_zero_there():
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(4, 5, dtype=D64, generator=g)
+    y = torch.randn(3, 5, dtype=D64, generator=g)
+    y[0, :3] = x[0, :3]  # shared coordinates: |x_k - y_k| has a kink
+    y[1] = x[1]          # an identical row
+    ref = lambda a, b: torch.exp(-0.2 * (a[:, None] - b[None]).abs().sum(-1))  # noqa: E731  torch.abs' subgradient 0
+    want = grads(ref, x, y)
+    torch.testing.assert_close(tp.pairwise(x, y, "laplacian"), torch.from_numpy(skp.laplacian_kernel(x.numpy(), y.numpy())))
+    for path in both_paths(lambda a, b, op: op(a, b, "laplacian", gamma=0.2)):
+        got = grads(path, x, y)
+        for a, b in zip(got, want):
+            torch.testing.assert_close(a, b)
+
+
+# ---- cosine_similarity with a zero-norm row ---------------------------------------------------
+@pytest.mark.parametrize("d", [3, 20])
+def test_cosine_similarity_zero_row(d):
+    g = torch.Generator().manual_seed(1)
+    x = torch.randn(4, d, dtype=D64, generator=g)
+    y = torch.randn(5, d, dtype=D64, generator=g)
+    x[1] = 0
+    y[2] = 0
+    out = tp.pairwise(x, y, "cosine_similarity")
+    torch.testing.assert_close(out, torch.from_numpy(skp.cosine_similarity(x.numpy(), y.numpy())))
+    assert torch.all(out[1] == 0) and torch.all(out[:, 2] == 0)  # sklearn: 0
+
+    def ref(a, b):  # the convention: a zero row is the zero vector, with gradient 0
+        na, nb = a.norm(dim=-1, keepdim=True), b.norm(dim=-1, keepdim=True)
+        ua = torch.where(na == 0, 0.0, a / torch.where(na == 0, 1.0, na))
+        ub = torch.where(nb == 0, 0.0, b / torch.where(nb == 0, 1.0, nb))
+        return ua @ ub.T
+
+    want = grads(ref, x, y)
+    assert torch.all(want[0][1] == 0) and torch.all(want[1][2] == 0)
+    for path in both_paths(lambda a, b, op: op(a, b, "cosine_similarity")):
+        got = grads(path, x, y)
+        for a, b in zip(got, want):
+            torch.testing.assert_close(a, b)
+    # self-comparison with a zero row
+    s = tp.pairwise(x, None, "cosine_similarity")
+    torch.testing.assert_close(s, torch.from_numpy(skp.cosine_similarity(x.numpy())))
+    (gx,) = grads(lambda a: tp.pairwise(a, None, "cosine_similarity"), x)
+    assert torch.all(gx[1] == 0) and torch.isfinite(gx).all()
+
+
+# ---- chi2 / additive_chi2 at 0/0 -------------------------------------------------------------
+@pytest.mark.parametrize("metric", ["chi2", "additive_chi2"])
+def test_chi2_zero_over_zero(metric):
+    g = torch.Generator().manual_seed(2)
+    x = torch.rand(4, 6, dtype=D64, generator=g) + 0.1
+    y = torch.rand(5, 6, dtype=D64, generator=g) + 0.1
+    x[:, 0] = 0
+    y[:, 0] = 0   # every pair has x_0 + y_0 = 0: the term is skipped (sklearn)
+    x[1, 3] = 0   # a zero on one side only: an ordinary term
+    y[2] = 0      # an all-zero row
+    fn = getattr(skp, metric + "_kernel")
+    out = tp.pairwise(x, y, metric)
+    torch.testing.assert_close(out, torch.from_numpy(fn(x.numpy(), y.numpy())))
+
+    def ref(a, b):
+        s, t = a[:, None] + b[None], a[:, None] - b[None]
+        term = torch.where(s == 0, 0.0, t * t / torch.where(s == 0, 1.0, s))
+        acc = term.sum(-1)
+        return torch.exp(-acc) if metric == "chi2" else -acc
+
+    want = grads(ref, x, y)
+    assert torch.all(want[0][:, 0] == 0) and torch.all(want[1][:, 0] == 0)
+    for path in both_paths(lambda a, b, op: op(a, b, metric)):
+        got = grads(path, x, y)
+        for a, b in zip(got, want):
+            assert torch.isfinite(a).all()
+            torch.testing.assert_close(a, b)
+
+
+def test_chi2_self_with_zeros_matches_sklearn():
+    x = torch.rand(6, 4, dtype=D64)
+    x[:, 1] = 0
+    x[2] = 0
+    for metric in ("chi2", "additive_chi2"):
+        want = getattr(skp, metric + "_kernel")(x.numpy())
+        torch.testing.assert_close(tp.pairwise(x, None, metric), torch.from_numpy(want))
+
+
+# ---- matern at distance 0 ---------------------------------------------------------------------
+@pytest.mark.parametrize("nu", [0.5, 1.5, 2.5, float("inf")])
+@pytest.mark.parametrize("d", [3, 20])
+def test_matern_at_zero_distance(nu, d):
+    g = torch.Generator().manual_seed(3)
+    x = torch.randn(4, d, dtype=D64, generator=g)
+    y = torch.cat([x[:2], torch.randn(3, d, dtype=D64, generator=g)])
+    out = tp.pairwise(x, y, "matern", nu=nu)
+    want = gpk.Matern(length_scale=1.0, nu=nu)(x.numpy(), y.numpy())
+    # the GEMM form (D > 16) computes d2 = 0 as rounding noise ~eps |x|^2: nu = 0.5 sees its
+    # square root (~1e-8 |x|), as euclidean does; the difference-based form is exact
+    tol = 1e-8 if d <= 16 else 4e-7
+    torch.testing.assert_close(out, torch.from_numpy(want), rtol=1e-8, atol=tol)
+    assert out[0, 0] == 1 and out[1, 1] == 1 or d > 16
+    # the gradient of the pairs at distance 0 is 0 (nu = 0.5: the convention at the kink; the
+    # others: the true gradient)
+    for op in (tp.pairwise, lambda a, b, m, **p: tp.lazy(a, b, m, **p).to_dense()):
+        xr, yr = x.clone().requires_grad_(True), y.clone().requires_grad_(True)
+        (op(xr, yr, "matern", nu=nu)[0, 0] + op(xr, yr, "matern", nu=nu)[1, 1]).backward()
+        assert torch.equal(xr.grad, torch.zeros_like(x)) and torch.equal(yr.grad, torch.zeros_like(y))
+    # self-comparisons: diagonal exactly 1, no gradient from it, finite gradients overall
+    xs = x.clone().requires_grad_(True)
+    s = tp.pairwise(xs, None, "matern", nu=nu)
+    assert torch.all(s.diagonal() == 1)
+    s.diagonal().sum().backward()
+    assert torch.equal(xs.grad, torch.zeros_like(x))
+    xs.grad = None
+    (tp.lazy(xs, None, "matern", nu=nu) @ torch.ones(4, 1, dtype=D64)).sum().backward()
+    assert torch.isfinite(xs.grad).all()
+
+
+# ---- per-feature length scales -------------------------------------------------------------------
+@pytest.mark.parametrize("nu", [0.5, 1.5, 2.5, float("inf")])
+@pytest.mark.parametrize("d", [3, 20])
+def test_matern_length_scales_gradcheck(nu, d):
+    g = torch.Generator().manual_seed(4)
+    x = torch.randn(5, d, dtype=D64, generator=g, requires_grad=True)
+    y = torch.randn(6, d, dtype=D64, generator=g, requires_grad=True)
+    ls = (torch.rand(d, dtype=D64, generator=g) + 0.5).requires_grad_(True)
+    v = torch.randn(6, 2, dtype=D64, generator=g)
+    assert torch.autograd.gradcheck(lambda a, b, l: tp.pairwise(a, b, "matern", nu=nu, length_scales=l), (x, y, ls))
+    assert torch.autograd.gradcheck(lambda a, b, l: tp.lazy(a, b, "matern", nu=nu, length_scale=l) @ v, (x, y, ls))
+    assert torch.autograd.gradcheck(lambda a, l: tp.lazy(a, None, "matern", nu=nu, length_scales=l).sum(-1), (x, ls))
+    # a 0-d tensor length scale is isotropic and differentiable too
+    ls0 = torch.tensor(1.3, dtype=D64, requires_grad=True)
+    assert torch.autograd.gradcheck(lambda a, l: tp.pairwise(a, y.detach(), "matern", nu=nu, length_scales=l), (x, ls0))
+    torch.testing.assert_close(tp.pairwise(x, y, "matern", nu=nu, length_scales=ls0),
+                               tp.pairwise(x, y, "matern", nu=nu, length_scale=1.3))
+
+
+def test_matern_length_scales_against_dense_torch_gradient():
+    g = torch.Generator().manual_seed(5)
+    x = torch.randn(7, 4, dtype=D64, generator=g)
+    y = torch.randn(8, 4, dtype=D64, generator=g)
+    ls = torch.rand(4, dtype=D64, generator=g) + 0.5
+
+    def ref(a, b, l):
+        d = torch.cdist(a / l, b / l)
+        t = 5 ** 0.5 * d
+        return (1 + t + t * t / 3) * torch.exp(-t)
+
+    want = grads(ref, x, y, ls)
+    got = grads(lambda a, b, l: tp.pairwise(a, b, "matern", nu=2.5, length_scales=l), x, y, ls)
+    for a, b in zip(got, want):
+        torch.testing.assert_close(a, b)
+
+
+def test_float32_input_with_float64_length_scales():
+    x, y = torch.randn(5, 3), torch.randn(4, 3)
+    ls = np.array([0.5, 1.0, 2.0])
+    out = tp.pairwise(x, y, "matern", nu=0.5, length_scale=ls)
+    assert out.dtype == torch.float32
+    want = gpk.Matern(length_scale=ls, nu=0.5)(x.double().numpy(), y.double().numpy())
+    torch.testing.assert_close(out.double(), torch.from_numpy(want), rtol=1e-5, atol=1e-5)
+
+
+# ---- polynomial -------------------------------------------------------------------------------
+@pytest.mark.parametrize("degree", [1, 2, 3, 4, 7])
+def test_polynomial_integer_degree_of_negative_bases(degree):
+    """Integer degrees are exact powers: negative bases keep their sign (numpy agrees)."""
+    g = torch.Generator().manual_seed(6)
+    x = torch.randn(6, 20, dtype=D64, generator=g)
+    y = torch.randn(7, 20, dtype=D64, generator=g)
+    out = tp.pairwise(x, y, "polynomial", degree=degree, gamma=1.0, coef0=-1.0)
+    want = skp.polynomial_kernel(x.numpy(), y.numpy(), degree=degree, gamma=1.0, coef0=-1.0)
+    assert ((x @ y.T - 1.0) < 0).any()  # some bases are negative
+    torch.testing.assert_close(out, torch.from_numpy(want), rtol=1e-10, atol=1e-10)
+    got = grads(lambda a, b: tp.lazy(a, b, "polynomial", degree=degree, gamma=1.0, coef0=-1.0).to_dense(), x, y)
+    want_g = grads(lambda a, b: (a @ b.T - 1.0) ** degree, x, y)
+    for a, b in zip(got, want_g):
+        torch.testing.assert_close(a, b)
+
+
+def test_polynomial_fractional_degree_negative_base_is_nan_like_numpy():
+    x = torch.tensor([[1.0, 0.0]], dtype=D64)
+    y = torch.tensor([[-3.0, 0.0], [2.0, 1.0]], dtype=D64)
+    out = tp.pairwise(x, y, "polynomial", degree=1.5, gamma=1.0, coef0=0.0)
+    with np.errstate(invalid="ignore"):
+        want = skp.polynomial_kernel(x.numpy(), y.numpy(), degree=1.5, gamma=1.0, coef0=0.0)
+    assert np.isnan(want[0, 0]) and torch.isnan(out[0, 0])
+    torch.testing.assert_close(out[0, 1], torch.tensor(want[0, 1], dtype=D64))
+
+
+def test_defaults_follow_sklearn():
+    info = {m["name"]: m for m in map(tp.metric_info, tp.metrics())}
+    assert tp.metric_info("poly")["name"] == "polynomial"
+    defaults = {p["name"]: p["default"] for p in info["polynomial"]["params"]}
+    assert defaults == {"degree": "3", "gamma": "1 / n_features", "coef0": "1"}
+    x, y = torch.randn(5, 7, dtype=D64), torch.randn(6, 7, dtype=D64)
+    xn, yn = x.numpy(), y.numpy()
+    for metric, want in [
+        ("polynomial", skp.polynomial_kernel(xn, yn)),
+        ("sigmoid", skp.sigmoid_kernel(xn, yn)),
+        ("laplacian", skp.laplacian_kernel(xn, yn)),
+        ("chi2", skp.chi2_kernel(np.abs(xn), np.abs(yn))),
+        ("matern", gpk.Matern()(xn, yn)),
+        ("rational_quadratic", gpk.RationalQuadratic()(xn, yn)),
+    ]:
+        a, b = (x.abs(), y.abs()) if metric == "chi2" else (x, y)
+        torch.testing.assert_close(tp.pairwise(a, b, metric), torch.from_numpy(want), rtol=1e-8, atol=1e-8)
+
+
+def test_kernels_are_similarities_for_knn():
+    """Kernels rank by largest value in knn (kind 'similarity')."""
+    x, y = torch.randn(5, 4, dtype=D64), torch.randn(9, 4, dtype=D64)
+    for metric in ("linear", "polynomial", "sigmoid", "cosine_similarity", "laplacian", "matern", "rational_quadratic"):
+        assert tp.metric_info(metric)["kind"] == "similarity"
+        vals, idx = tp.knn(x, y, 3, metric)
+        want = tp.pairwise(x, y, metric).topk(3, dim=-1)
+        torch.testing.assert_close(vals, want.values)
