@@ -254,3 +254,26 @@ OP_CASES += [
     OpCase("torchpair::mmd", lambda dt: (*_set_args(dt), "rbf", True), id="mmd-unbiased"),
     OpCase("torchpair::energy_distance", lambda dt: _set_args(dt), id="energy_distance"),
 ]
+
+
+# ---- token sequences (tp.seq): integer operands, dtype-independent rows ------------------
+def _seq_args(with_y=True, long=False):
+    g = torch.Generator().manual_seed(6)
+    L = 70 if long else 9
+    x = torch.randint(0, 4, (2, 5, L), generator=g, dtype=torch.int32)
+    xl = torch.randint(0, L + 1, (2, 5), generator=g)
+    if not with_y:
+        return x, xl
+    y = torch.randint(0, 4, (2, 6, L + 3), generator=g)
+    yl = torch.randint(0, L + 4, (2, 6), generator=g)
+    return x, xl, y, yl
+
+
+OP_CASES += [
+    OpCase("torchpair::_seq_dense", lambda dt: (*_seq_args(), "levenshtein", [1.0, 1.0, 1.0], False),
+           id="_seq_dense-levenshtein"),
+    OpCase("torchpair::_seq_dense", lambda dt: (*_seq_args(long=True), "jaro_winkler", [0.1], True),
+           id="_seq_dense-jaro_winkler-long"),
+    OpCase("torchpair::_seq_pdist", lambda dt: (*_seq_args(with_y=False), "osa", [], True), id="_seq_pdist-osa"),
+    OpCase("torchpair::_seq_topk", lambda dt: (*_seq_args(), "indel", [], False, 3, False), id="_seq_topk-indel"),
+]

@@ -4,6 +4,7 @@ from __future__ import annotations
 import torch
 
 from . import _params
+from . import sequences as _sequences
 
 
 def pairwise(X: torch.Tensor, Y: torch.Tensor | None = None, metric: str = "euclidean", **params) -> torch.Tensor:
@@ -19,6 +20,8 @@ def pairwise(X: torch.Tensor, Y: torch.Tensor | None = None, metric: str = "eucl
     Returns:
         ``[..., N, M]`` tensor, differentiable with respect to X and Y where the metric is.
     """
+    if _sequences.routes("pairwise", metric, X, params):  # token sequences (tp.seq)
+        return _sequences.pairwise(X, Y, metric, **params)
     _params.check_tensor("pairwise", "X", X)
     _params.check_tensor("pairwise", "Y", Y, optional=True)
     _params.check_metric("pairwise", metric)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import torch
 
 from . import _params
+from . import sequences as _sequences
 
 
 def _broadcast_batch(x: torch.Tensor, y: torch.Tensor | None) -> torch.Size:
@@ -266,8 +267,11 @@ def lazy(X: torch.Tensor, Y: torch.Tensor | None = None, metric: str = "euclidea
     """A lazy pairwise expression ``K = metric(X, Y)`` of shape ``[..., N, M]``.
 
     Consumers (``K @ V``, ``K.sum(dim)``, ...) stream over tiles and never hold N x M; their
-    gradients stream too. ``Y=None`` compares X with itself.
+    gradients stream too. ``Y=None`` compares X with itself. Sequence metrics (``tp.seq``)
+    give a :class:`torchpair.sequences.LazySequences`.
     """
+    if _sequences.routes("lazy", metric, X, params):  # token sequences (tp.seq)
+        return _sequences.lazy(X, Y, metric, **params)
     return LazyPairwise(X, Y, metric, params)
 
 

@@ -1,0 +1,325 @@
+// CPU engines over pairs of token sequences: dense, condensed (pdist) and streamed top-k.
+// Compiled once per CPU capability (the multi-pattern kernels use at::vec::Vectorized).
+//
+// The pattern side (x rows) is cut into units: a group of up to kLanes rows of at most 64
+// tokens (one SIMD lane each) for the metrics with a multi-pattern kernel, otherwise one
+// row. Work is split into tasks (unit, block of up to 256 columns) so that both tall and
+// wide problems use every thread; a task builds its unit's bit masks once and reuses them
+// for the block. All index arithmetic is int64_t.
+#include <ATen/Parallel.h>
+
+#include <algorithm>
+#include <vector>
+
+#include "sequences/seq_engine.h"
+#include "sequences/seq_simd.h"
+
+namespace tp::seq {
+inline namespace CPU_CAPABILITY {
+namespace {
+
+constexpr int64_t kColBlock = 256;
+
+struct Side {
+  const int64_t* tok;
+  const int64_t* len;
+  int64_t rows, L;
+  const int64_t* row(int64_t b, int64_t i) const { return tok + (b * rows + i) * L; }
+  int64_t length(int64_t b, int64_t i) const { return len[b * rows + i]; }
+};
+
+Side side(const at::Tensor& t, const at::Tensor& len) {
+  return Side{t.data_ptr<int64_t>(), len.data_ptr<int64_t>(), t.size(1), t.size(2)};
+}
+
+// Rows of x in units: order[start, start + count) (row indices within a batch element).
+struct Units {
+  std::vector<int64_t> order, start, count;
+  int64_t size() const { return int64_t(start.size()); }
+};
+
+// Per batch element b: groups of consecutive short rows (when the metric has a group
+// kernel), then single rows. Units of batch element b are [b * per, (b + 1) * per) where
+// per = the largest unit count over batch elements (missing ones are empty).
+struct Plan {
+  std::vector<Units> per_batch;
+  int64_t per = 0;
+};
+
+Plan plan_units(const Side& X, int64_t B, GroupKernel kind) {
+  Plan plan;
+  plan.per_batch.resize(B);
+  for (int64_t b = 0; b < B; ++b) {
+    Units& u = plan.per_batch[b];
+    std::vector<int64_t> longs;
+    int64_t open = -1;
+    for (int64_t i = 0; i < X.rows; ++i) {
+      const bool short_row = kind != GroupKernel::none && X.length(b, i) <= 64;
+      if (!short_row) {
+        longs.push_back(i);
+        continue;
+      }
+      if (open < 0 || u.count[open] == kLanes) {
+        open = u.size();
+        u.start.push_back(int64_t(u.order.size()));
+        u.count.push_back(0);
+      }
+      u.order.push_back(i);
+      ++u.count[open];
+    }
+    for (int64_t i : longs) {
+      u.start.push_back(int64_t(u.order.size()));
+      u.count.push_back(1);
+      u.order.push_back(i);
+    }
+    plan.per = std::max(plan.per, u.size());
+  }
+  return plan;
+}
+
+// Evaluates one unit against columns [c0, c1) of y (batch element b): vals[l * ldv + (j - c0)].
+template <typename V>
+class UnitEvaluator {
+ public:
+  UnitEvaluator(const Params& p, const Side& X, const Side& Y) : p_(p), X_(X), Y_(Y), kind_(group_kernel(p)) {}
+
+  // Builds the unit's masks (once per unit); returns its lanes.
+  int prepare(int64_t b, const int64_t* rows, int64_t count) {
+    const int64_t key = b * X_.rows + rows[0];
+    lanes_ = int(count);
+    group_ = kind_ != GroupKernel::none && X_.length(b, rows[0]) <= 64;
+    for (int l = 0; l < lanes_; ++l) {
+      s1_[l] = X_.row(b, rows[l]);
+      m_[l] = X_.length(b, rows[l]);
+    }
+    if (key == built_) return lanes_;
+    built_ = key;
+    if (group_)
+      gm_.build(s1_, m_, lanes_);
+    else if (p_.uses_pattern())
+      pm_.build(s1_[0], m_[0]);
+    return lanes_;
+  }
+
+  void eval(int64_t b, int64_t c0, int64_t c1, V* vals, int64_t ldv) {
+    if (group_ && kind_ == GroupKernel::jaro) {
+      if constexpr (std::is_same_v<V, double>) {
+        double sim[kLanes];
+        for (int64_t j = c0; j < c1; ++j) {
+          const int64_t n = Y_.length(b, j);
+          const int64_t* t = Y_.row(b, j);
+          if (n <= 64) {
+            group_jaro(p_, gm_, s1_, m_, lanes_, t, n, sim);
+          } else {  // a text longer than a word: the flag-array version, lane by lane
+            for (int l = 0; l < lanes_; ++l) {
+              sim[l] = jaro_similarity(s1_[l], m_[l], t, n, sc_);
+              if (p_.metric == Metric::jaro_winkler)
+                sim[l] = jaro_winkler_from(sim[l], s1_[l], m_[l], t, n, p_.prefix_weight);
+            }
+          }
+          for (int l = 0; l < lanes_; ++l) vals[l * ldv + (j - c0)] = 1.0 - sim[l];
+        }
+      }
+      return;
+    }
+    if (group_) {
+      int64_t d[kLanes];
+      for (int64_t j = c0; j < c1; ++j) {
+        const int64_t n = Y_.length(b, j);
+        group_distances(p_, kind_, gm_, m_, lanes_, Y_.row(b, j), n, d);
+        for (int l = 0; l < lanes_; ++l) {
+          if constexpr (std::is_same_v<V, double>) {
+            const int64_t mx = maximum(p_, m_[l], n);
+            vals[l * ldv + (j - c0)] = mx ? double(d[l]) / double(mx) : 0.0;
+          } else {
+            vals[l * ldv + (j - c0)] = d[l];
+          }
+        }
+      }
+      return;
+    }
+    for (int64_t j = c0; j < c1; ++j) {
+      if constexpr (std::is_same_v<V, double>)
+        vals[j - c0] = distance_float(p_, pm_, s1_[0], m_[0], Y_.row(b, j), Y_.length(b, j), sc_);
+      else
+        vals[j - c0] = distance_int(p_, pm_, s1_[0], m_[0], Y_.row(b, j), Y_.length(b, j), sc_);
+    }
+  }
+
+ private:
+  const Params& p_;
+  const Side &X_, &Y_;
+  GroupKernel kind_;
+  bool group_ = false;
+  int lanes_ = 0;
+  int64_t built_ = -1;
+  const int64_t* s1_[kLanes] = {};
+  int64_t m_[kLanes] = {};
+  GroupMatch gm_;
+  PatternMatch pm_;
+  Scratch sc_;
+};
+
+template <typename V>
+void dense_impl(const Side& X, const Side& Y, int64_t B, const Params& p, V* out) {
+  const int64_t N = X.rows, M = Y.rows;
+  if (B * N * M == 0) return;
+  const Plan plan = plan_units(X, B, group_kernel(p));
+  const int64_t cblocks = (M + kColBlock - 1) / kColBlock;
+  const int64_t tasks = B * plan.per * cblocks;
+  at::parallel_for(0, tasks, 1, [&](int64_t t0, int64_t t1) {
+    UnitEvaluator<V> ev(p, X, Y);
+    std::vector<V> vals(kLanes * kColBlock);
+    for (int64_t t = t0; t < t1; ++t) {
+      const int64_t unit = t / cblocks, cb = t % cblocks;
+      const int64_t b = unit / plan.per, u = unit % plan.per;
+      const Units& us = plan.per_batch[b];
+      if (u >= us.size()) continue;
+      const int64_t* rows = &us.order[us.start[u]];
+      const int lanes = ev.prepare(b, rows, us.count[u]);
+      const int64_t c0 = cb * kColBlock, c1 = std::min(M, c0 + kColBlock);
+      ev.eval(b, c0, c1, vals.data(), kColBlock);
+      for (int l = 0; l < lanes; ++l)
+        std::copy_n(&vals[l * kColBlock], c1 - c0, out + (b * N + rows[l]) * M + c0);
+    }
+  });
+}
+
+template <typename V>
+void pdist_impl(const Side& X, int64_t B, const Params& p, V* out) {
+  const int64_t N = X.rows;
+  const int64_t P = N * (N - 1) / 2;
+  if (B * P == 0) return;
+  const Plan plan = plan_units(X, B, group_kernel(p));
+  // Tasks: (batch, unit, block of columns after the unit's first row), enumerated once.
+  std::vector<int64_t> tb, tu, tc;
+  for (int64_t b = 0; b < B; ++b) {
+    const Units& us = plan.per_batch[b];
+    for (int64_t u = 0; u < us.size(); ++u) {
+      int64_t lo = N;
+      for (int64_t q = 0; q < us.count[u]; ++q) lo = std::min(lo, us.order[us.start[u] + q]);
+      for (int64_t c0 = lo + 1; c0 < N; c0 += kColBlock) {
+        tb.push_back(b);
+        tu.push_back(u);
+        tc.push_back(c0);
+      }
+    }
+  }
+  at::parallel_for(0, int64_t(tb.size()), 1, [&](int64_t t0, int64_t t1) {
+    UnitEvaluator<V> ev(p, X, X);
+    std::vector<V> vals(kLanes * kColBlock);
+    for (int64_t t = t0; t < t1; ++t) {
+      const int64_t b = tb[t], u = tu[t], c0 = tc[t], c1 = std::min(N, c0 + kColBlock);
+      const Units& us = plan.per_batch[b];
+      const int64_t* rows = &us.order[us.start[u]];
+      const int lanes = ev.prepare(b, rows, us.count[u]);
+      ev.eval(b, c0, c1, vals.data(), kColBlock);
+      for (int l = 0; l < lanes; ++l) {
+        const int64_t i = rows[l];
+        const int64_t base = b * P + N * i - i * (i + 1) / 2 - i - 1;  // + j: the pair (i, j), scipy's order
+        for (int64_t j = std::max(c0, i + 1); j < c1; ++j) out[base + j] = vals[l * kColBlock + (j - c0)];
+      }
+    }
+  });
+}
+
+template <typename V>
+void topk_impl(const Side& X, const Side& Y, int64_t B, const Params& p, int64_t k, bool largest, V* values,
+               int64_t* indices) {
+  const int64_t N = X.rows, M = Y.rows;
+  if (k == 0 || B * N == 0) return;
+  const Plan plan = plan_units(X, B, group_kernel(p));
+  using Item = std::pair<V, int64_t>;
+  // better(a, b): a ranks before b (ties: the lower column first)
+  auto better = [largest](const Item& a, const Item& b) {
+    if (a.first != b.first) return largest ? a.first > b.first : a.first < b.first;
+    return a.second < b.second;
+  };
+  at::parallel_for(0, B * plan.per, 1, [&](int64_t u0, int64_t u1) {
+    UnitEvaluator<V> ev(p, X, Y);
+    std::vector<V> vals(kLanes * kColBlock);
+    std::vector<std::vector<Item>> heaps(kLanes);  // the worst kept item on top
+    for (auto& h : heaps) h.reserve(k);
+    for (int64_t unit = u0; unit < u1; ++unit) {
+      const int64_t b = unit / plan.per, u = unit % plan.per;
+      const Units& us = plan.per_batch[b];
+      if (u >= us.size()) continue;
+      const int64_t* rows = &us.order[us.start[u]];
+      const int lanes = ev.prepare(b, rows, us.count[u]);
+      for (int l = 0; l < lanes; ++l) heaps[l].clear();
+      for (int64_t c0 = 0; c0 < M; c0 += kColBlock) {
+        const int64_t c1 = std::min(M, c0 + kColBlock);
+        ev.eval(b, c0, c1, vals.data(), kColBlock);
+        for (int l = 0; l < lanes; ++l) {
+          auto& heap = heaps[l];
+          for (int64_t j = c0; j < c1; ++j) {
+            const Item it{vals[l * kColBlock + (j - c0)], j};
+            if (int64_t(heap.size()) < k) {
+              heap.push_back(it);
+              std::push_heap(heap.begin(), heap.end(), better);
+            } else if (better(it, heap.front())) {
+              std::pop_heap(heap.begin(), heap.end(), better);
+              heap.back() = it;
+              std::push_heap(heap.begin(), heap.end(), better);
+            }
+          }
+        }
+      }
+      for (int l = 0; l < lanes; ++l) {
+        auto& heap = heaps[l];
+        std::sort_heap(heap.begin(), heap.end(), better);
+        const int64_t row = b * N + rows[l];
+        for (int64_t q = 0; q < k; ++q) {
+          values[row * k + q] = heap[q].first;
+          indices[row * k + q] = heap[q].second;
+        }
+      }
+    }
+  });
+}
+
+}  // namespace
+}  // namespace CPU_CAPABILITY
+
+#define TP_SEQ_CAT_(a, b) a##b
+#define TP_SEQ_CAT(a, b) TP_SEQ_CAT_(a, b)
+namespace TP_SEQ_CAT(isa_, CPU_CAPABILITY) {
+
+at::Tensor dense_cpu(const at::Tensor& x, const at::Tensor& xlen, const at::Tensor& y, const at::Tensor& ylen,
+                     const Params& p) {
+  const int64_t B = x.size(0);
+  auto out = at::empty({B, x.size(1), y.size(1)}, x.options().dtype(p.floating() ? at::kDouble : at::kLong));
+  const Side X = side(x, xlen), Y = side(y, ylen);
+  if (p.floating())
+    dense_impl<double>(X, Y, B, p, out.data_ptr<double>());
+  else
+    dense_impl<int64_t>(X, Y, B, p, out.data_ptr<int64_t>());
+  return out;
+}
+
+at::Tensor pdist_cpu(const at::Tensor& x, const at::Tensor& xlen, const Params& p) {
+  const int64_t B = x.size(0), N = x.size(1);
+  auto out = at::empty({B, N * (N - 1) / 2}, x.options().dtype(p.floating() ? at::kDouble : at::kLong));
+  const Side X = side(x, xlen);
+  if (p.floating())
+    pdist_impl<double>(X, B, p, out.data_ptr<double>());
+  else
+    pdist_impl<int64_t>(X, B, p, out.data_ptr<int64_t>());
+  return out;
+}
+
+std::tuple<at::Tensor, at::Tensor> topk_cpu(const at::Tensor& x, const at::Tensor& xlen, const at::Tensor& y,
+                                            const at::Tensor& ylen, const Params& p, int64_t k, bool largest) {
+  const int64_t B = x.size(0), N = x.size(1);
+  auto values = at::empty({B, N, k}, x.options().dtype(p.floating() ? at::kDouble : at::kLong));
+  auto indices = at::empty({B, N, k}, x.options().dtype(at::kLong));
+  const Side X = side(x, xlen), Y = side(y, ylen);
+  if (p.floating())
+    topk_impl<double>(X, Y, B, p, k, largest, values.data_ptr<double>(), indices.data_ptr<int64_t>());
+  else
+    topk_impl<int64_t>(X, Y, B, p, k, largest, values.data_ptr<int64_t>(), indices.data_ptr<int64_t>());
+  return {values, indices};
+}
+
+}  // namespace isa_<capability>
+}  // namespace tp::seq

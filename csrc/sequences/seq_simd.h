@@ -1,0 +1,238 @@
+#pragma once
+// Multi-pattern bit-parallel kernels: one SIMD lane (64 bits) per pattern of at most 64
+// tokens, at::vec::Vectorized<int64_t>::size() patterns against one text at a time (4 with
+// AVX2, 8 with AVX512). The same recurrences as seq_metrics.h (Hyyro 2003, bit-parallel LCS,
+// Hyyro's OSA), evaluated lane-wise; the group's masks for a token are one vector load.
+// Included only by the per-capability translation unit (csrc/cpu/sequences_cpu.cpp).
+#include <ATen/cpu/vec/vec.h>
+
+#include <vector>
+
+#include "sequences/seq_metrics.h"
+
+namespace tp::seq {
+inline namespace CPU_CAPABILITY {
+
+using VecI = at::vec::Vectorized<int64_t>;
+constexpr int kLanes = VecI::size();
+
+// For every token, the bit masks of its positions in each lane's pattern.
+class GroupMatch {
+ public:
+  // rows[l], lens[l] for l < lanes (<= kLanes, lengths <= 64).
+  void build(const int64_t* const* rows, const int64_t* lens, int lanes) {
+    clear();
+    lanes_ = lanes;
+    for (int l = 0; l < lanes; ++l) {
+      rows_[l] = rows[l];
+      lens_[l] = lens[l];
+    }
+    if (ascii_.empty()) ascii_.assign(256 * kLanes, 0);
+    if (zeros_.empty()) zeros_.assign(kLanes, 0);
+    int64_t total = 0;
+    for (int l = 0; l < lanes; ++l) total += lens[l];
+    int64_t cap = 16;
+    while (cap < 2 * total) cap <<= 1;
+    cap_ = cap;
+    shift_ = 64 - __builtin_ctzll(uint64_t(cap));
+    if (int64_t(used_.size()) < cap) {
+      used_.assign(cap, 0);
+      keys_.assign(cap, 0);
+      vals_.assign(cap * kLanes, 0);
+    }
+    for (int l = 0; l < lanes; ++l)
+      for (int64_t i = 0; i < lens[l]; ++i) slot_for_insert(rows[l][i])[l] |= int64_t(uint64_t(1) << i);
+  }
+  const int64_t* get(int64_t ch) const {
+    if (uint64_t(ch) < 256) return &ascii_[ch * kLanes];
+    int64_t i = int64_t((uint64_t(ch) * 0x9E3779B97F4A7C15ull) >> shift_);
+    while (used_[i]) {
+      if (keys_[i] == ch) return &vals_[i * kLanes];
+      i = (i + 1) & (cap_ - 1);
+    }
+    return zeros_.data();
+  }
+
+ private:
+  int64_t* slot_for_insert(int64_t ch) {
+    if (uint64_t(ch) < 256) return &ascii_[ch * kLanes];
+    int64_t i = int64_t((uint64_t(ch) * 0x9E3779B97F4A7C15ull) >> shift_);
+    while (used_[i]) {
+      if (keys_[i] == ch) return &vals_[i * kLanes];
+      i = (i + 1) & (cap_ - 1);
+    }
+    used_[i] = 1;
+    keys_[i] = ch;
+    std::fill_n(&vals_[i * kLanes], kLanes, int64_t(0));
+    return &vals_[i * kLanes];
+  }
+  void clear() {
+    for (int l = 0; l < lanes_; ++l)
+      for (int64_t i = 0; i < lens_[l]; ++i)
+        if (uint64_t(rows_[l][i]) < 256) std::fill_n(&ascii_[rows_[l][i] * kLanes], kLanes, int64_t(0));
+    if (cap_) std::fill_n(used_.begin(), cap_, uint8_t(0));
+    lanes_ = 0;
+  }
+
+  const int64_t* rows_[kLanes] = {};
+  int64_t lens_[kLanes] = {};
+  int lanes_ = 0;
+  int64_t cap_ = 0;
+  int shift_ = 60;
+  std::vector<int64_t> ascii_, vals_, zeros_, keys_;
+  std::vector<uint8_t> used_;
+};
+
+// Which recurrence a group runs.
+enum class GroupKernel { none, levenshtein, lcs, osa, jaro };
+
+inline GroupKernel group_kernel(const Params& p) {
+  switch (p.metric) {
+    case Metric::levenshtein:
+      if (p.ins == p.del && p.ins != 0) {
+        if (p.ins == p.sub) return GroupKernel::levenshtein;
+        if (p.sub >= p.ins + p.del) return GroupKernel::lcs;
+      }
+      return GroupKernel::none;
+    case Metric::indel:
+    case Metric::lcs:
+      return GroupKernel::lcs;
+    case Metric::osa:
+      return GroupKernel::osa;
+    case Metric::jaro:
+    case Metric::jaro_winkler:
+      return GroupKernel::jaro;
+    default:
+      return GroupKernel::none;
+  }
+}
+
+// Raw distances of the group's patterns (lens[l] <= 64) against text t[0, n): out[l].
+inline void group_distances(const Params& p, GroupKernel kind, const GroupMatch& gm, const int64_t* lens, int lanes,
+                            const int64_t* t, int64_t n, int64_t* out) {
+  alignas(64) int64_t lastmask[kLanes] = {}, lenv[kLanes] = {}, buf[kLanes];
+  for (int l = 0; l < lanes; ++l) {
+    lenv[l] = lens[l];
+    lastmask[l] = lens[l] ? int64_t(uint64_t(1) << (lens[l] - 1)) : 0;
+  }
+  const VecI zero(0), one(1), ones(-1);
+  if (kind == GroupKernel::levenshtein || kind == GroupKernel::osa) {
+    const VecI last = VecI::loadu(lastmask);
+    VecI vp = ones, vn = zero, dist = VecI::loadu(lenv);
+    if (kind == GroupKernel::levenshtein) {
+      for (int64_t j = 0; j < n; ++j) {
+        const VecI pm = VecI::loadu(gm.get(t[j]));
+        const VecI x = pm | vn;
+        const VecI d0 = (((x & vp) + vp) ^ vp) | x;
+        VecI hp = vn | ~(d0 | vp);
+        VecI hn = vp & d0;
+        dist = dist - VecI((hp & last) != zero) + VecI((hn & last) != zero);  // masks are -1
+        hp = (hp << one) | one;
+        hn = hn << one;
+        vp = hn | ~(d0 | hp);
+        vn = hp & d0;
+      }
+    } else {
+      VecI d0 = zero, pm_old = zero;
+      for (int64_t j = 0; j < n; ++j) {
+        const VecI pm = VecI::loadu(gm.get(t[j]));
+        const VecI tr = ((((~d0) & pm) << one) & pm_old);
+        d0 = (((pm & vp) + vp) ^ vp) | pm | vn | tr;
+        VecI hp = vn | ~(d0 | vp);
+        VecI hn = d0 & vp;
+        dist = dist - VecI((hp & last) != zero) + VecI((hn & last) != zero);
+        hp = (hp << one) | one;
+        hn = hn << one;
+        vp = hn | ~(d0 | hp);
+        vn = hp & d0;
+        pm_old = pm;
+      }
+    }
+    dist.store(buf);
+    for (int l = 0; l < lanes; ++l) out[l] = lens[l] == 0 ? n : buf[l];
+    if (p.metric == Metric::levenshtein)
+      for (int l = 0; l < lanes; ++l) out[l] *= p.ins;
+    return;
+  }
+  // LCS
+  VecI s = ones;
+  for (int64_t j = 0; j < n; ++j) {
+    const VecI u = s & VecI::loadu(gm.get(t[j]));
+    s = (s + u) | (s - u);
+  }
+  s.store(buf);
+  for (int l = 0; l < lanes; ++l) {
+    const int64_t m = lens[l];
+    const uint64_t mask = (m == 64) ? ~uint64_t(0) : ((uint64_t(1) << m) - 1);
+    const int64_t lcs = popcount(~uint64_t(buf[l]) & mask);
+    switch (p.metric) {
+      case Metric::lcs:
+        out[l] = std::max(m, n) - lcs;
+        break;
+      case Metric::indel:
+        out[l] = m + n - 2 * lcs;
+        break;
+      default:  // levenshtein with sub >= ins + del, ins == del
+        out[l] = (m + n - 2 * lcs) * p.ins;
+    }
+  }
+}
+
+// Jaro (or Jaro-Winkler) similarities of the group's patterns (lens[l] <= 64) and a text of
+// n <= 64 tokens: the matching of jaro_similarity_bp, lane-wise; the window of text position
+// j is kept as two masks shifted once per step.
+inline void group_jaro(const Params& p, const GroupMatch& gm, const int64_t* const* s1, const int64_t* lens,
+                       int lanes, const int64_t* t, int64_t n, double* sim) {
+  alignas(64) int64_t bound[kLanes] = {}, hi0[kLanes] = {}, f1s[kLanes], f2s[kLanes], cs[kLanes];
+  for (int l = 0; l < lanes; ++l) {
+    const int64_t b = std::max<int64_t>(std::max(lens[l], n) / 2 - 1, 0);
+    bound[l] = b;
+    hi0[l] = b >= 63 ? -1 : int64_t((uint64_t(1) << (b + 1)) - 1);
+  }
+  const VecI zero(0), one(1);
+  const VecI boundv = VecI::loadu(bound);
+  VecI hi = VecI::loadu(hi0), lo = zero, f1 = zero, f2 = zero, common = zero;
+  for (int64_t j = 0; j < n; ++j) {
+    const VecI pm = VecI::loadu(gm.get(t[j]));
+    const VecI cand = pm & hi & ~(lo | f1);
+    const VecI nz = cand != zero;  // -1 where some position matches
+    f1 = f1 | (cand & (zero - cand));
+    f2 = f2 | (nz & VecI(int64_t(uint64_t(1) << j)));
+    common = common - nz;
+    hi = (hi << one) | one;
+    lo = (lo << one) | (VecI(VecI(j) >= boundv) & one);
+  }
+  f1.store(f1s);
+  f2.store(f2s);
+  common.store(cs);
+  for (int l = 0; l < lanes; ++l) {
+    const int64_t m = lens[l];
+    double s;
+    if (m == 0 && n == 0) {
+      s = 1.0;
+    } else if (m == 0 || n == 0) {
+      s = 0.0;
+    } else if (m == 1 && n == 1) {
+      s = s1[l][0] == t[0] ? 1.0 : 0.0;
+    } else if (cs[l] == 0) {
+      s = 0.0;
+    } else {
+      int64_t trans = 0;
+      uint64_t a = uint64_t(f1s[l]), b = uint64_t(f2s[l]);
+      while (b) {
+        const int64_t j = __builtin_ctzll(b), i = __builtin_ctzll(a);
+        trans += s1[l][i] != t[j];
+        a &= a - 1;
+        b &= b - 1;
+      }
+      trans /= 2;
+      const double c = double(cs[l]);
+      s = (c / double(m) + c / double(n) + (c - double(trans)) / c) / 3.0;
+    }
+    if (p.metric == Metric::jaro_winkler) s = jaro_winkler_from(s, s1[l], m, t, n, p.prefix_weight);
+    sim[l] = s;
+  }
+}
+
+}  // namespace CPU_CAPABILITY
+}  // namespace tp::seq
