@@ -1,0 +1,617 @@
+"""Sharded lazy reductions over ``torch.distributed``.
+
+Every rank of a process group holds a *shard* (a contiguous block of rows) of X and/or of Y;
+the functions here compute what the single-process function computes on the concatenated
+tensors::
+
+    import torch.distributed as dist
+    import torchpair.distributed as tpd
+
+    dist.init_process_group("nccl")          # or "gloo" (CPU); same code path
+    # every rank: the same queries Q, its own block of the database
+    values, indices = tpd.knn(Q, Y_shard, k=10)              # indices = rows of cat(Y shards)
+    out = tpd.lazy(Q, Y_shard, "rbf", gamma=0.5) @ V_shard   # sum over every shard, on every rank
+    loss = tpd.mmd(X_shard, Y_shard, "rbf", gamma=0.5)       # both sets sharded
+    loss.backward()                                          # collectives run in backward
+
+Sharding (docs/scaling.md): shards are ordered by rank, so global row ``j`` of Y is row
+``j - offset[r]`` of rank r's shard with ``offset[r] = sum(sizes[:r])``. Shards may have
+different sizes, including 0; the sizes are exchanged (one ``all_gather``) when an
+expression is built. An operand that is not sharded is *replicated*: every rank passes the
+same full tensor.
+
+Each rank runs the native streamed consumer (``tp.lazy(...).topk / .matmul / .sum /
+.logsumexp``) on its shard and exchanges only reduced data: O(N·k) candidates for a top-k,
+O(N·C) partial sums for a matmul, O(N) for a row reduction. When both operands of a
+reduction are sharded the kept operand is all-gathered first (O(N·D)), never N x M.
+
+Results: a reduction over a sharded axis is merged across ranks; if the kept axis is
+replicated every rank gets the full result, if it is sharded every rank gets its own rows
+("X-sharded results stay sharded").
+
+Gradients (the Megatron convention): every rank must run backward through the same
+outputs. A replicated output is assumed to receive the same gradient on every rank (each
+rank computes the same loss from it, as single-process code does); a sharded output
+receives the gradient of the rank's own rows. Then every rank gets exactly the
+single-process gradient: the full gradient of each replicated input (X, Y, V, tensor
+parameters; all-reduced in backward) and its own shard of the gradient of each sharded input.
+The collectives in backward are ``all_reduce`` and ``all_gather`` through
+``torch.distributed`` with the same group, so gloo (CPU) and NCCL (CUDA) run the same code.
+
+``communication_stats()`` counts the bytes this rank received in the collectives (the cost
+model of docs/scaling.md: ring all-reduce ``2 (W-1)/W · S``, all-gather ``(W-1) · S``).
+"""
+from __future__ import annotations
+
+import torch
+import torch.distributed as dist
+
+from . import _params
+from ._catalog import metric_info
+from .lazy import LazyPairwise
+
+__all__ = [
+    "ShardedPairwise",
+    "communication_stats",
+    "energy_distance",
+    "knn",
+    "lazy",
+    "mmd",
+    "reset_communication_stats",
+]
+
+_STATS = {"bytes_received": 0, "collectives": 0}
+
+
+def communication_stats() -> dict:
+    """``{"bytes_received": ..., "collectives": ...}`` for this rank since the last reset
+    (forward and backward collectives of this module; the model of docs/scaling.md)."""
+    return dict(_STATS)
+
+
+def reset_communication_stats() -> None:
+    _STATS["bytes_received"] = 0
+    _STATS["collectives"] = 0
+
+
+def _nbytes(t: torch.Tensor) -> int:
+    return t.numel() * t.element_size()
+
+
+# -- collectives ------------------------------------------------------------------------------
+def _world(group) -> int:
+    return dist.get_world_size(group)
+
+
+def _rank(group) -> int:
+    return dist.get_rank(group)
+
+
+def _all_reduce(t: torch.Tensor, group, op=dist.ReduceOp.SUM) -> torch.Tensor:
+    out = t.detach().clone(memory_format=torch.contiguous_format)
+    w = _world(group)
+    if w > 1:
+        dist.all_reduce(out, op=op, group=group)
+        _STATS["bytes_received"] += int(2 * (w - 1) * _nbytes(out) // w)
+        _STATS["collectives"] += 1
+    return out
+
+
+def _all_gather_rows(t: torch.Tensor, sizes: list[int], group) -> list[torch.Tensor]:
+    """All ranks' blocks along dim 0 (block r has sizes[r] rows), in rank order. Blocks of
+    different sizes are padded to the largest for the collective."""
+    w = _world(group)
+    if w == 1:
+        return [t.detach()]
+    width = max(sizes)
+    rest = tuple(t.shape[1:])
+    if width == 0:
+        return [t.new_empty((0, *rest)) for _ in sizes]
+    padded = t.detach().new_zeros((width, *rest))
+    padded[: t.shape[0]] = t.detach()
+    out = [torch.empty_like(padded) for _ in range(w)]
+    dist.all_gather(out, padded, group=group)
+    _STATS["bytes_received"] += (w - 1) * _nbytes(padded)
+    _STATS["collectives"] += 1
+    return [o[:s] for o, s in zip(out, sizes)]
+
+
+class _EnterReplicated(torch.autograd.Function):
+    """A replicated input entering rank-dependent work: identity forward, all-reduce of the
+    gradient backward (every rank then holds the full gradient)."""
+
+    @staticmethod
+    def forward(ctx, x, group):
+        ctx.group = group
+        return x.view_as(x)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return _all_reduce(grad, ctx.group), None
+
+
+class _SumReplicated(torch.autograd.Function):
+    """Partial results summed over ranks into a replicated result: all-reduce forward,
+    identity backward (the replicated result's gradient is the same on every rank)."""
+
+    @staticmethod
+    def forward(ctx, x, group):
+        return _all_reduce(x, group)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad, None
+
+
+class _SumScatterRows(torch.autograd.Function):
+    """Partial results over all rows summed over ranks, each rank keeping its own rows
+    (dim 0): forward all-reduce then slice, backward all-gather of the row gradients."""
+
+    @staticmethod
+    def forward(ctx, x, sizes, group):
+        ctx.sizes, ctx.group = sizes, group
+        r = _rank(group)
+        start = sum(sizes[:r])
+        return _all_reduce(x, group)[start : start + sizes[r]].clone()
+
+    @staticmethod
+    def backward(ctx, grad):
+        return torch.cat(_all_gather_rows(grad.contiguous(), ctx.sizes, ctx.group), 0), None, None
+
+
+class _GatherRows(torch.autograd.Function):
+    """All ranks' row blocks concatenated (dim 0). ``divergent``: the result feeds
+    rank-dependent work, so the gradient of the own block is summed over ranks; else the
+    result feeds the same (replicated) work on every rank and the own block's gradient is
+    taken as is."""
+
+    @staticmethod
+    def forward(ctx, x, sizes, divergent, group):
+        ctx.sizes, ctx.divergent, ctx.group = sizes, divergent, group
+        return torch.cat(_all_gather_rows(x.contiguous(), sizes, group), 0)
+
+    @staticmethod
+    def backward(ctx, grad):
+        if ctx.divergent:
+            grad = _all_reduce(grad, ctx.group)
+        r = _rank(ctx.group)
+        start = sum(ctx.sizes[: r])
+        return grad[start : start + ctx.sizes[r]], None, None, None
+
+
+def _connect(out: torch.Tensor, inputs) -> torch.Tensor:
+    """Make `out` depend (with a zero gradient) on every input that requires grad, so each
+    rank's autograd graph, and with it the sequence of collectives in backward, is the same
+    even where a shard is empty and the local work short-circuits."""
+    if not torch.is_grad_enabled() or not out.is_floating_point():
+        return out
+    links = [t.reshape(-1)[:0].sum().to(out.dtype) for t in inputs if isinstance(t, torch.Tensor) and t.requires_grad]
+    for link in links:
+        out = out + link
+    return out
+
+
+# -- the expression ---------------------------------------------------------------------------
+class ShardedPairwise:
+    """``K = metric(cat(X shards), cat(Y shards))`` with rows of X and/or Y sharded across
+    the ranks of ``group``; built by :func:`lazy`. Consumers merge the per-rank streamed
+    results (see the module docstring for the result layout and gradient convention)."""
+
+    def __init__(self, X, Y, metric, params, x_sharded, y_sharded, group, transposed=False, _sizes=None):
+        op = "distributed.lazy"
+        _params.check_tensor(op, "X", X)
+        _params.check_tensor(op, "Y", Y, optional=True)
+        _params.check_metric(op, metric)
+        for name, flag in (("x_sharded", x_sharded), ("y_sharded", y_sharded)):
+            if not isinstance(flag, bool):
+                raise TypeError(f"torchpair.{op}: {name!r} must be a bool, got {type(flag).__name__}")
+        if not (dist.is_available() and dist.is_initialized()):
+            raise RuntimeError(f"torchpair.{op}: torch.distributed is not initialized "
+                               "(call torch.distributed.init_process_group first)")
+        if Y is None:  # K(X, X): the columns are the same (sharded or replicated) rows as X
+            Y, y_sharded = X, x_sharded
+        self.X, self.Y, self.metric = X, Y, metric
+        self.params = _params.normalize(op, params)
+        self.x_sharded, self.y_sharded = x_sharded, y_sharded
+        self.group = group
+        self.transposed = transposed
+        self.world_size = _world(group)
+        self.rank = _rank(group)
+        if _sizes is not None:
+            self.x_sizes, self.y_sizes = _sizes
+            return
+        # Validate locally, then agree: a rank that fails must not leave the others waiting.
+        error = None
+        try:
+            for name, t in (("X", X), ("Y", Y)):
+                if t.dim() != 2:
+                    raise ValueError(f"torchpair.{op}: {name!r} must have shape [rows, features] (2-D), "
+                                     f"got {tuple(t.shape)}")
+            LazyPairwise(X, Y, metric, self.params, transposed)  # the operator's own checks (meta tensors)
+        except (ValueError, TypeError, RuntimeError) as exc:
+            error = exc
+        local = torch.tensor([X.shape[0] if X.dim() == 2 else 0, Y.shape[0] if Y.dim() == 2 else 0,
+                              X.shape[-1] if X.dim() else 0, Y.shape[-1] if Y.dim() else 0, int(error is None)], dtype=torch.int64, device=X.device)
+        table = torch.stack(_all_gather_rows(local.unsqueeze(0), [1] * self.world_size, group)).reshape(-1, 5).cpu()
+        if error is not None:
+            raise error
+        bad = [r for r in range(self.world_size) if table[r, 4] == 0]
+        if bad:
+            raise RuntimeError(f"torchpair.{op}: rank(s) {bad} rejected their shards ('X'/'Y'); see their errors")
+        for name, col in (("X", 2), ("Y", 3)):
+            dims = sorted(set(table[:, col].tolist()))
+            if len(dims) > 1:
+                raise ValueError(f"torchpair.{op}: {name!r} has a different number of features on different ranks: "
+                                 f"{table[:, col].tolist()}")
+        for name, flag, col in (("X", x_sharded, 0), ("Y", y_sharded, 1)):
+            if not flag and len(set(table[:, col].tolist())) > 1:
+                raise ValueError(f"torchpair.{op}: {name!r} is replicated (not sharded) but its number of rows "
+                                 f"differs across ranks: {table[:, col].tolist()}")
+        self.x_sizes = table[:, 0].tolist() if x_sharded else None
+        self.y_sizes = table[:, 1].tolist() if y_sharded else None
+
+    # -- metadata -------------------------------------------------------------------------
+    @property
+    def shape(self) -> torch.Size:
+        n = sum(self.x_sizes) if self.x_sharded else self.X.shape[0]
+        m = sum(self.y_sizes) if self.y_sharded else self.Y.shape[0]
+        return torch.Size((m, n) if self.transposed else (n, m))
+
+    @property
+    def distributed(self) -> bool:
+        return self.x_sharded or self.y_sharded
+
+    @property
+    def T(self) -> "ShardedPairwise":
+        return ShardedPairwise(self.X, self.Y, self.metric, self.params, self.x_sharded, self.y_sharded, self.group,
+                               not self.transposed, _sizes=(self.x_sizes, self.y_sizes))
+
+    def __repr__(self) -> str:
+        return (f"ShardedPairwise(shape={tuple(self.shape)}, metric={self.metric!r}, x_sharded={self.x_sharded}, "
+                f"y_sharded={self.y_sharded}, world_size={self.world_size}{', transposed' if self.transposed else ''})")
+
+    def __matmul__(self, V):
+        return self.matmul(V)
+
+    # -- plumbing -------------------------------------------------------------------------
+    def _operand(self, name):
+        """(tensor, sharded, sizes) of operand 'X' or 'Y'."""
+        return (self.X, self.x_sharded, self.x_sizes) if name == "X" else (self.Y, self.y_sharded, self.y_sizes)
+
+    def _axes(self, dim):
+        """Names of the (reduced, kept) operands for a reduction over expression dim -1 / -2."""
+        cols, rows = ("X", "Y") if self.transposed else ("Y", "X")
+        return (cols, rows) if dim == -1 else (rows, cols)
+
+    def _enter(self, t):
+        """A replicated tensor entering rank-dependent work."""
+        if isinstance(t, torch.Tensor) and self.distributed and t.requires_grad:
+            return _EnterReplicated.apply(t, self.group)
+        return t
+
+    def _local(self, operands: dict) -> LazyPairwise:
+        params = {k: self._enter(v) for k, v in self.params.items()}
+        e = object.__new__(LazyPairwise)  # skip re-validation: checked when this expression was built
+        e.X, e.Y, e.metric, e.params, e.transposed = operands["X"], operands["Y"], self.metric, params, self.transposed
+        e._batch = torch.Size(())
+        return e
+
+    def _plan(self, reduced_name):
+        """Local operands and the merge mode for a reduction over the `reduced_name` operand:
+        'local' (the reduced operand is replicated), 'replicate' (it is sharded, the kept one
+        replicated: merge into a full result on every rank) or 'scatter' (both sharded: the kept
+        operand is gathered first, the merged result is split back into its shards)."""
+        kept_name = "Y" if reduced_name == "X" else "X"
+        red, red_sh, _ = self._operand(reduced_name)
+        kept, kept_sh, kept_sizes = self._operand(kept_name)
+        if not red_sh:
+            mode = "local"
+            ops = {reduced_name: self._enter(red), kept_name: kept if kept_sh else self._enter(kept)}
+        elif not kept_sh:
+            mode = "replicate"
+            ops = {reduced_name: red, kept_name: self._enter(kept)}
+        else:
+            mode = "scatter"
+            ops = {reduced_name: red, kept_name: _GatherRows.apply(kept, kept_sizes, True, self.group)}
+        return mode, ops, kept_sizes
+
+    @staticmethod
+    def _used(ops: dict, local: LazyPairwise, *extra):
+        """The tensors the local work reads (after _enter / gathering), for _connect."""
+        return [*ops.values(), *local.params.values(), *extra]
+
+    def _agree(self, error: Exception | None) -> None:
+        """Raise on every rank if any rank found an error (so none waits in a collective)."""
+        flag = torch.tensor([0 if error is None else 1], dtype=torch.int64, device=self.X.device)
+        if self.distributed:
+            flag = _all_reduce(flag, self.group, dist.ReduceOp.MAX)
+        if error is not None:
+            raise error
+        if int(flag.item()):
+            raise RuntimeError("torchpair.distributed: another rank rejected its arguments; see its error")
+
+    def _merge_sum(self, partial, mode, kept_sizes):
+        if mode == "local":
+            return partial
+        if mode == "replicate":
+            return _SumReplicated.apply(partial, self.group)
+        return _SumScatterRows.apply(partial, kept_sizes, self.group)
+
+    def _check_dim(self, dim, what, allow_none=False):
+        if dim is None and allow_none:
+            return None
+        if not isinstance(dim, int) or isinstance(dim, bool):
+            raise TypeError(f"torchpair.distributed.{what}: 'dim' must be -1 or -2{' or None' if allow_none else ''}, "
+                            f"got {type(dim).__name__}")
+        if dim not in (-1, -2, 0, 1):
+            raise ValueError(f"torchpair.distributed.{what}: 'dim' must be -1 or -2 (or 1, 0), got {dim}")
+        return dim - 2 if dim >= 0 else dim
+
+    # -- sums -----------------------------------------------------------------------------
+    def _full_reduce_operands(self):
+        """Operands for a reduction over both axes: if both are sharded the smaller is gathered."""
+        if self.x_sharded and self.y_sharded:
+            if sum(self.x_sizes) <= sum(self.y_sizes):
+                return {"X": _GatherRows.apply(self.X, self.x_sizes, True, self.group), "Y": self.Y}
+            return {"X": self.X, "Y": _GatherRows.apply(self.Y, self.y_sizes, True, self.group)}
+        return {"X": self.X if self.x_sharded else self._enter(self.X),
+                "Y": self.Y if self.y_sharded else self._enter(self.Y)}
+
+    def _reduce(self, reduction, dim):
+        if dim is None:
+            ops = self._full_reduce_operands()
+            local = self._local(ops)
+            partial = _connect(local._reduce(reduction, None), self._used(ops, local))
+            if not self.distributed:
+                return partial
+            if reduction == "sum":
+                return _SumReplicated.apply(partial, self.group)
+            return _merge_logsumexp(partial, "replicate", None, self.group)
+        reduced, _ = self._axes(dim)
+        mode, ops, kept_sizes = self._plan(reduced)
+        local = self._local(ops)
+        partial = _connect(local._reduce(reduction, dim), self._used(ops, local))
+        if reduction == "sum":
+            return self._merge_sum(partial, mode, kept_sizes)
+        if mode == "local":
+            return partial
+        return _merge_logsumexp(partial, mode, kept_sizes, self.group)
+
+    def sum(self, dim: int | None = None) -> torch.Tensor:
+        """Sum over ``dim`` (-1: per row, -2: per column, None: all), merged across ranks."""
+        return self._reduce("sum", self._check_dim(dim, "sum", allow_none=True))
+
+    def mean(self, dim: int | None = None) -> torch.Tensor:
+        """Mean over ``dim`` (the global sum divided by the global count; NaN over an empty set)."""
+        d = self._check_dim(dim, "mean", allow_none=True)
+        n, m = self.shape
+        count = n * m if d is None else (m if d == -1 else n)
+        return self._reduce("sum", d) / count if count else self._reduce("sum", d) * float("nan")
+
+    def logsumexp(self, dim: int | None = None) -> torch.Tensor:
+        """``log(sum(exp(K)))`` over ``dim``: each rank's streamed logsumexp, merged stably
+        (all-reduce of the max, then of the sum of exp(partial - max)). -inf over an empty set."""
+        return self._reduce("logsumexp", self._check_dim(dim, "logsumexp", allow_none=True))
+
+    def matmul(self, V: torch.Tensor) -> torch.Tensor:
+        """``K @ V``: V's rows go with K's columns, so V is sharded exactly when the column
+        operand is (each rank passes the V rows of its column shard); result ``[N, C]`` (or
+        ``[N]``), replicated or sharded like the row operand."""
+        error = None
+        try:
+            _params.check_tensor("distributed.matmul", "V", V)
+            cols, _ = self._axes(-1)
+            col_t = self._operand(cols)[0]
+            if V.dim() not in (1, 2) or V.shape[0] != col_t.shape[0]:
+                raise ValueError(f"torchpair.distributed.matmul: 'V' must have shape [{col_t.shape[0]}] or "
+                                 f"[{col_t.shape[0]}, C] on this rank (the local rows of K's columns), "
+                                 f"got {tuple(V.shape)}")
+        except (TypeError, ValueError) as exc:
+            error = exc
+        self._agree(error)
+        cols, _ = self._axes(-1)
+        mode, ops, kept_sizes = self._plan(cols)
+        v = V if self._operand(cols)[1] else self._enter(V)
+        local = self._local(ops)
+        partial = _connect(local.matmul(v), self._used(ops, local, v))
+        return self._merge_sum(partial, mode, kept_sizes)
+
+    # -- selections -----------------------------------------------------------------------
+    def _select(self, what, k, dim, largest, nan):
+        """Top-k along dim, merged across ranks: ``(values [n_kept, k], global indices)``."""
+        error = None
+        try:
+            if not isinstance(k, int) or isinstance(k, bool):
+                raise TypeError(f"torchpair.distributed.{what}: 'k' must be an int, got {type(k).__name__}")
+            if not isinstance(largest, bool):
+                raise TypeError(f"torchpair.distributed.{what}: 'largest' must be a bool, got {type(largest).__name__}")
+            dim = self._check_dim(dim, what)
+            total = self.shape[dim]
+            if not 0 <= k <= total:
+                raise ValueError(f"torchpair.distributed.{what}: 'k' must be in [0, {total}] (the global size of "
+                                 f"dim {dim}), got {k}")
+        except (TypeError, ValueError) as exc:
+            error = exc
+        if error is not None:  # the same arguments on every rank: every rank raises
+            raise error
+        reduced, _ = self._axes(dim)
+        mode, ops, kept_sizes = self._plan(reduced)
+        red_t, red_sh, red_sizes = self._operand(reduced)
+        local_k = min(k, red_t.shape[0])
+        local = self._local(ops)
+        values, indices = torch.ops.torchpair.lazy_topk(
+            ops["X"], ops["Y"], self.metric, local_k, dim, largest, True, self.transposed, nan, **local.params)
+        values = _connect(values, self._used(ops, local))
+        if mode == "local":
+            return values, indices
+        # global indices: offset by the rows of the reduced operand held by lower ranks
+        offsets = [sum(red_sizes[:r]) for r in range(self.world_size)]
+        indices = indices + offsets[self.rank]
+        ks = [min(k, s) for s in red_sizes]
+        n_kept = values.shape[0]
+        pad_v = torch.cat([values, values.new_zeros((n_kept, k - local_k))], 1) if local_k < k else values
+        pad_i = torch.cat([indices, indices.new_zeros((n_kept, k - local_k))], 1) if local_k < k else indices
+        # [W * n_kept, k] after the gather; the row blocks are the ranks
+        if mode == "replicate":
+            all_v = _GatherRows.apply(pad_v, [n_kept] * self.world_size, False, self.group)
+            all_i = torch.cat(_all_gather_rows(pad_i, [n_kept] * self.world_size, self.group), 0)
+            n_rows, start = n_kept, 0
+        else:  # every rank computed candidates for all rows; each keeps those of its own rows
+            all_v = _GatherRows.apply(pad_v, [n_kept] * self.world_size, True, self.group)
+            all_i = torch.cat(_all_gather_rows(pad_i, [n_kept] * self.world_size, self.group), 0)
+            n_rows, start = kept_sizes[self.rank], sum(kept_sizes[: self.rank])
+        cand_v = torch.cat([all_v[r * n_kept + start: r * n_kept + start + n_rows, : ks[r]]
+                            for r in range(self.world_size)], 1)
+        cand_i = torch.cat([all_i[r * n_kept + start: r * n_kept + start + n_rows, : ks[r]]
+                            for r in range(self.world_size)], 1)
+        return _merge_topk(cand_v, cand_i, k, largest, nan)
+
+    def _selection(self, kind, what, k, dim, largest, nan, squeeze=False):
+        values, indices = self._select(what, k, dim, largest, nan)
+        if squeeze:
+            values, indices = values.squeeze(-1), indices.squeeze(-1)
+        elif self._check_dim(dim, what) == -2:  # [M, k] -> [k, M], as torch.topk along dim 0
+            values, indices = values.transpose(0, 1), indices.transpose(0, 1)
+        return kind((values, indices))
+
+    def topk(self, k: int, dim: int = -1, largest: bool = True):
+        """The k largest (or smallest) entries along ``dim``, like ``LazyPairwise.topk``:
+        best first, ties to the lowest global index, NaN ranks as the largest value.
+        Indices are global (rows of the concatenated shards, in rank order)."""
+        return self._selection(torch.return_types.topk, "topk", k, dim, largest, "largest")
+
+    def min(self, dim: int = -1):
+        """``(values, global indices)`` of the minimum along ``dim`` (lowest index on ties; NaN
+        propagates with the index of the first NaN)."""
+        return self._selection(torch.return_types.min, "min", 1, dim, False, "propagate", squeeze=True)
+
+    def max(self, dim: int = -1):
+        return self._selection(torch.return_types.max, "max", 1, dim, True, "propagate", squeeze=True)
+
+    def argmin(self, dim: int = -1) -> torch.Tensor:
+        return self.min(dim).indices
+
+    def argmax(self, dim: int = -1) -> torch.Tensor:
+        return self.max(dim).indices
+
+
+def _merge_logsumexp(partial, mode, kept_sizes, group):
+    """log(sum_r exp(partial_r)) without overflow: m = max_r partial_r (all-reduce, no
+    gradient: the result does not depend on it), then m + log(sum_r exp(partial_r - m))."""
+    m = _all_reduce(partial.detach(), group, dist.ReduceOp.MAX)
+    m = torch.where(torch.isfinite(m), m, torch.zeros_like(m))
+    scaled = torch.exp(partial - m)
+    if mode == "replicate":
+        s = _SumReplicated.apply(scaled, group)
+    else:
+        s = _SumScatterRows.apply(scaled, kept_sizes, group)
+        r = _rank(group)
+        start = sum(kept_sizes[:r])
+        m = m[start: start + kept_sizes[r]]
+    return m + torch.log(s)
+
+
+def _merge_topk(cand_v, cand_i, k, largest, nan):
+    """The k best of per-rank candidate lists (rank order, each best first), ties to the
+    lowest global index. nan="largest": NaN ranks above everything; "propagate" (k == 1): a
+    row with NaN gives its first NaN."""
+    if nan == "propagate":
+        is_nan = torch.isnan(cand_v)
+        # candidates are in rank order = global index order; argmin/argmax give the first
+        best = cand_v.argmax(-1) if largest else cand_v.argmin(-1)
+        pos = torch.where(is_nan.any(-1), is_nan.to(torch.int8).argmax(-1), best).unsqueeze(-1)
+    else:
+        by_index = torch.argsort(cand_i, dim=-1, stable=True)
+        v = torch.gather(cand_v.detach(), -1, by_index)
+        by_value = torch.sort(v, dim=-1, descending=largest, stable=True).indices
+        pos = torch.gather(by_index, -1, by_value)[..., :k]
+    return torch.gather(cand_v, -1, pos), torch.gather(cand_i, -1, pos)
+
+
+# -- entry points -----------------------------------------------------------------------------
+def lazy(X: torch.Tensor, Y: torch.Tensor | None = None, metric: str = "euclidean", *, x_sharded: bool = False,
+         y_sharded: bool = True, group=None, **params) -> ShardedPairwise:
+    """A sharded lazy expression over the ranks of ``group`` (default: the world group).
+
+    ``x_sharded`` / ``y_sharded`` say whether each rank passes its own block of rows of X / Y
+    (blocks concatenated in rank order) or the same full tensor. ``Y=None`` compares X with
+    itself (Y is then sharded like X). Building it exchanges the shard sizes (one all-gather),
+    so every rank of the group must call it, and every consumer, in the same order."""
+    return ShardedPairwise(X, Y, metric, params, x_sharded, y_sharded, group)
+
+
+def _kind(op, metric):
+    _params.check_metric(op, metric)
+    try:
+        return metric_info(metric)["kind"]
+    except ValueError as exc:
+        raise ValueError(f"torchpair.distributed.{op}: 'metric': {exc}") from None
+
+
+def knn(X: torch.Tensor, Y: torch.Tensor | None, k: int, metric: str = "euclidean", *, x_sharded: bool = False,
+        y_sharded: bool = True, group=None, **params):
+    """The k nearest rows of the (sharded) database Y for every query row of X, like
+    ``tp.knn``: ``(values, indices)`` ``[N, k]``, nearest first, ties to the lowest index;
+    indices are rows of the concatenated Y shards. Default layout: X replicated (the same
+    queries on every rank), Y sharded; with ``x_sharded=True`` each rank gets the neighbours
+    of its own queries."""
+    largest = _kind("knn", metric) == "similarity"
+    e = lazy(X, Y, metric, x_sharded=x_sharded, y_sharded=y_sharded, group=group, **params)
+    return e.topk(k, -1, largest)
+
+
+def _set_pair(op, X, Y, metric, want, x_sharded, y_sharded, group, params):
+    _params.check_tensor(f"distributed.{op}", "X", X)
+    _params.check_tensor(f"distributed.{op}", "Y", Y)
+    kind = _kind(op, metric)
+    if kind != want:
+        why = "MMD is defined by a kernel" if op == "mmd" else "the energy distance is defined from distances"
+        raise ValueError(f"torchpair.distributed.{op}: 'metric' must be a {want} ({why}), got {metric!r} "
+                         f"which is a {kind}")
+    exy = lazy(X, Y, metric, x_sharded=x_sharded, y_sharded=y_sharded, group=group, **params)
+    exx = lazy(X, None, metric, x_sharded=x_sharded, group=group, **params)
+    eyy = lazy(Y, None, metric, x_sharded=y_sharded, group=group, **params)
+    n, m = exy.shape
+    return exy, exx, eyy, n, m
+
+
+def mmd(X: torch.Tensor, Y: torch.Tensor, metric: str = "rbf", unbiased: bool = False, *, x_sharded: bool = True,
+        y_sharded: bool = True, group=None, **params) -> torch.Tensor:
+    """Squared MMD between the sample sets X and Y (each sharded by rows, or replicated), the
+    value of ``tp.mmd`` on the concatenated shards, on every rank; differentiable."""
+    if not isinstance(unbiased, bool):
+        raise TypeError(f"torchpair.distributed.mmd: 'unbiased' must be a bool, got {type(unbiased).__name__}")
+    exy, exx, eyy, n, m = _set_pair("mmd", X, Y, metric, "similarity", x_sharded, y_sharded, group, params)
+    need = 2 if unbiased else 1
+    for name, count in (("X", n), ("Y", m)):
+        if count < need:
+            raise ValueError(f"torchpair.distributed.mmd: {name!r} needs at least {need} samples"
+                             f"{' (unbiased)' if unbiased else ''} in all, got {count}")
+    kxy = exy.sum() / (n * m)
+    if not unbiased:
+        return exx.sum() / (n * n) + eyy.sum() / (m * m) - 2 * kxy
+
+    def within(e, S, sharded, count):
+        # the diagonal K(s_i, s_i): each rank its own rows (a batch of 1 x 1 comparisons)
+        s = S if sharded else e._enter(S)
+        diag = torch.ops.torchpair.pairwise(s.unsqueeze(-2), s.unsqueeze(-2), metric, **e._local({"X": s, "Y": s}).params)
+        diag = _connect(diag.sum(), [s])
+        if sharded:
+            diag = _SumReplicated.apply(diag, e.group)
+        return (e.sum() - diag) / (count * (count - 1))
+
+    return within(exx, X, x_sharded, n) + within(eyy, Y, y_sharded, m) - 2 * kxy
+
+
+def energy_distance(X: torch.Tensor, Y: torch.Tensor, metric: str = "euclidean", *, x_sharded: bool = True,
+                    y_sharded: bool = True, group=None, **params) -> torch.Tensor:
+    """Energy distance ``sqrt(2 E d(X, Y) - E d(X, X') - E d(Y, Y'))`` of the concatenated
+    shards (``tp.energy_distance``'s value), on every rank; differentiable (gradient 0 where
+    the value is 0)."""
+    exy, exx, eyy, n, m = _set_pair("energy_distance", X, Y, metric, "distance", x_sharded, y_sharded, group, params)
+    for name, count in (("X", n), ("Y", m)):
+        if count < 1:
+            raise ValueError(f"torchpair.distributed.energy_distance: {name!r} needs at least 1 sample in all, got 0")
+    e2 = 2 * exy.sum() / (n * m) - exx.sum() / (n * n) - eyy.sum() / (m * m)
+    positive = e2 > 0
+    return torch.where(positive, torch.sqrt(torch.where(positive, e2, torch.ones_like(e2))), torch.zeros_like(e2))
