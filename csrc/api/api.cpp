@@ -33,24 +33,74 @@ at::Tensor PairwiseExpression::matmul(const at::Tensor& v) const {
   return ops::lazy_matmul(x_, y_, v, metric_, transposed_, options_.comparison);
 }
 
-int64_t PairwiseExpression::normalize_dim(int64_t dim) const {
+int64_t PairwiseExpression::normalize_dim(int64_t dim, const char* what) const {
   const int64_t nd = int64_t(sizes().size());
-  TORCH_CHECK_VALUE(dim >= -nd && dim < nd, "tp::PairwiseExpression::sum: 'dim' ", dim, " is out of range for ", nd,
-                    " dimensions");
+  TORCH_CHECK_VALUE(dim >= -nd && dim < nd, "tp::PairwiseExpression::", what, ": 'dim' ", dim,
+                    " is out of range for a ", nd, "-D expression");
   const int64_t d = dim < 0 ? dim + nd : dim;
-  TORCH_CHECK_VALUE(d >= nd - 2, "tp::PairwiseExpression::sum: 'dim' must be one of the last two dimensions, got ",
-                    dim);
+  TORCH_CHECK_VALUE(d >= nd - 2, "tp::PairwiseExpression::", what,
+                    ": 'dim' must be one of the last two dimensions (-1 per row, -2 per column), got ", dim);
   return d - nd;  // -1 or -2
 }
 
-at::Tensor PairwiseExpression::sum(std::optional<int64_t> dim) const {
+at::Tensor PairwiseExpression::reduce(const char* reduction, std::optional<int64_t> dim) const {
+  std::optional<int64_t> d;
+  if (dim.has_value()) d = normalize_dim(*dim, reduction);
   if (!lazy_) {
     const at::Tensor k = dense();
-    return dim.has_value() ? k.sum(normalize_dim(*dim)) : k.sum({-2, -1});
+    const std::string r = reduction;
+    std::vector<int64_t> dims = d.has_value() ? std::vector<int64_t>{*d} : std::vector<int64_t>{-2, -1};
+    if (r == "sum") return k.sum(dims);
+    if (r == "mean") return k.mean(dims);
+    return at::logsumexp(k, dims);
   }
-  std::optional<int64_t> d;
-  if (dim.has_value()) d = normalize_dim(*dim);
-  return ops::lazy_sum(x_, y_, metric_, d, transposed_, options_.comparison);
+  return ops::lazy_reduce(x_, y_, metric_, reduction, d, transposed_, options_.comparison);
+}
+
+at::Tensor PairwiseExpression::sum(std::optional<int64_t> dim) const { return reduce("sum", dim); }
+at::Tensor PairwiseExpression::mean(std::optional<int64_t> dim) const { return reduce("mean", dim); }
+at::Tensor PairwiseExpression::logsumexp(std::optional<int64_t> dim) const { return reduce("logsumexp", dim); }
+
+// The operator returns [..., rows, k] for the reduced dim; k goes where dim was (as at::topk
+// puts it), so a reduction over the rows (dim -2) gives [..., k, M].
+std::tuple<at::Tensor, at::Tensor> PairwiseExpression::select(const char* what, int64_t k, int64_t dim, bool largest,
+                                                              const char* nan) const {
+  const int64_t d = normalize_dim(dim, what);
+  auto [values, indices] = ops::lazy_topk(x_, y_, metric_, k, d, largest, true, transposed_, nan,
+                                          options_.comparison);
+  if (d == -2) return {values.transpose(-1, -2), indices.transpose(-1, -2)};
+  return {values, indices};
+}
+
+std::tuple<at::Tensor, at::Tensor> PairwiseExpression::topk(int64_t k, int64_t dim, bool largest, bool sorted) const {
+  if (!lazy_) return at::topk(dense(), k, normalize_dim(dim, "topk"), largest, sorted);
+  return select("topk", k, dim, largest, "largest");
+}
+
+std::tuple<at::Tensor, at::Tensor> PairwiseExpression::min(int64_t dim) const {
+  if (!lazy_) return at::min(dense(), normalize_dim(dim, "min"));
+  auto [values, indices] = select("min", 1, dim, false, "propagate");
+  const int64_t d = normalize_dim(dim, "min");
+  return {values.squeeze(d), indices.squeeze(d)};
+}
+
+std::tuple<at::Tensor, at::Tensor> PairwiseExpression::max(int64_t dim) const {
+  if (!lazy_) return at::max(dense(), normalize_dim(dim, "max"));
+  auto [values, indices] = select("max", 1, dim, true, "propagate");
+  const int64_t d = normalize_dim(dim, "max");
+  return {values.squeeze(d), indices.squeeze(d)};
+}
+
+at::Tensor PairwiseExpression::argmin(int64_t dim) const { return std::get<1>(min(dim)); }
+at::Tensor PairwiseExpression::argmax(int64_t dim) const { return std::get<1>(max(dim)); }
+
+at::Tensor PairwiseExpression::softmax_matmul(const at::Tensor& v, int64_t dim) const {
+  const int64_t d = normalize_dim(dim, "softmax_matmul");
+  if (!lazy_) {
+    const at::Tensor p = at::softmax(dense(), d);
+    return at::matmul(d == -1 ? p : p.transpose(-1, -2), v);
+  }
+  return ops::lazy_softmax_matmul(x_, y_, v, metric_, d, transposed_, options_.comparison);
 }
 
 PairwiseExpression PairwiseExpression::t() const {
@@ -79,8 +129,53 @@ at::Tensor pairwise(const at::Tensor& x, const std::optional<at::Tensor>& y, con
 PairwiseExpression pairwise_expression(const at::Tensor& x, const std::optional<at::Tensor>& y,
                                        const std::string& metric, bool lazy, const PairwiseOperationOptions& options) {
   catalog::lookup(metric, "pairwise_expression");  // an unknown metric fails here, not at first use
-  return PairwiseExpression(x, y, metric, lazy, options);
+  // The operator's own validation (parameters, dtypes, shapes) on zero-row views of the
+  // operands, so a bad expression fails where it is built, as in Python (which uses meta
+  // tensors; their kernels live in Python, so C++ uses empty views: no tile is computed).
+  auto check_operand = [](const char* name, const at::Tensor& t) {
+    TORCH_CHECK_VALUE(t.defined(), "tp::pairwise_expression: '", name, "' is an undefined tensor");
+    TORCH_CHECK_VALUE(t.dim() >= 2, "tp::pairwise_expression: '", name,
+                      "' must have shape [..., rows, features], got ", t.sizes());
+  };
+  check_operand("X", x);
+  std::optional<at::Tensor> yy = (y.has_value() && y->defined()) ? y : std::nullopt;
+  if (yy.has_value()) check_operand("Y", *yy);
+  {
+    at::NoGradGuard no_grad;
+    std::optional<at::Tensor> y0;
+    if (yy.has_value()) y0 = yy->narrow(-2, 0, 0);
+    ops::lazy_reduce(x.narrow(-2, 0, 0), y0, metric, "sum", -1, false, options.comparison);
+  }
+  return PairwiseExpression(x, yy, metric, lazy, options);
 }
+
+std::tuple<at::Tensor, at::Tensor> knn(const at::Tensor& x, const std::optional<at::Tensor>& y, int64_t k,
+                                       const std::string& metric, const PairwiseOperationOptions& options) {
+  std::optional<at::Tensor> yy = (y.has_value() && y->defined()) ? y : std::nullopt;
+  return ops::knn(x, yy, k, metric, options.comparison);
+}
+
+at::Tensor hausdorff(const at::Tensor& x, const at::Tensor& y, const std::string& metric, bool directed,
+                     const PairwiseOperationOptions& options) {
+  return ops::hausdorff(x, y, metric, directed, options.comparison);
+}
+
+at::Tensor chamfer(const at::Tensor& x, const at::Tensor& y, const std::string& metric, const std::string& reduction,
+                   const PairwiseOperationOptions& options) {
+  return ops::chamfer(x, y, metric, reduction, options.comparison);
+}
+
+at::Tensor mmd(const at::Tensor& x, const at::Tensor& y, const std::string& metric, bool unbiased,
+               const PairwiseOperationOptions& options) {
+  return ops::mmd(x, y, metric, unbiased, options.comparison);
+}
+
+at::Tensor energy_distance(const at::Tensor& x, const at::Tensor& y, const std::string& metric,
+                           const PairwiseOperationOptions& options) {
+  return ops::energy_distance(x, y, metric, options.comparison);
+}
+
+// ---- pdist (issue 3a), transport (issue 9), sequences (issue 8): their entry points go here.
 
 std::vector<std::string> metrics() {
   std::vector<std::string> names;

@@ -3,6 +3,8 @@
 
 #include <optional>
 #include <string>
+#include <tuple>
+#include <vector>
 
 #include "torchpair/options.h"
 
@@ -22,6 +24,24 @@ class PairwiseExpression {
   at::Tensor matmul(const at::Tensor& v) const;
   // Sum over dim -1 (per row, [..., N]), -2 (per column, [..., M]) or everything (nullopt).
   at::Tensor sum(std::optional<int64_t> dim = std::nullopt) const;
+  // Mean over dim (-1, -2 or everything); NaN over an empty set, as at::mean.
+  at::Tensor mean(std::optional<int64_t> dim = std::nullopt) const;
+  // log(sum(exp(K))) over dim (-1, -2 or everything), computed online; -inf over an empty set.
+  at::Tensor logsumexp(std::optional<int64_t> dim = std::nullopt) const;
+  // The k largest (largest = false: smallest) entries along dim (-1 or -2), like at::topk:
+  // (values, indices) with k in place of dim, best first, ties to the lowest index, NaN ranks
+  // as the largest value. Values are differentiable. Lazy results are always sorted.
+  std::tuple<at::Tensor, at::Tensor> topk(int64_t k, int64_t dim = -1, bool largest = true,
+                                          bool sorted = true) const;
+  // (values, indices) of the minimum / maximum along dim, like at::min(K, dim) / at::max(K, dim):
+  // lowest index on ties, NaN propagates.
+  std::tuple<at::Tensor, at::Tensor> min(int64_t dim = -1) const;
+  std::tuple<at::Tensor, at::Tensor> max(int64_t dim = -1) const;
+  at::Tensor argmin(int64_t dim = -1) const;
+  at::Tensor argmax(int64_t dim = -1) const;
+  // sum_j softmax_j(K_ij) V_j (dim -1), or sum_i softmax_i(K_ij) V_i (dim -2), streamed with an
+  // online softmax.
+  at::Tensor softmax_matmul(const at::Tensor& v, int64_t dim = -1) const;
   // The materialized [..., N, M] matrix.
   at::Tensor dense() const;
   // K^T, lazily.
@@ -33,7 +53,10 @@ class PairwiseExpression {
   std::vector<int64_t> sizes() const;
 
  private:
-  int64_t normalize_dim(int64_t dim) const;
+  int64_t normalize_dim(int64_t dim, const char* what) const;
+  at::Tensor reduce(const char* reduction, std::optional<int64_t> dim) const;
+  std::tuple<at::Tensor, at::Tensor> select(const char* what, int64_t k, int64_t dim, bool largest,
+                                            const char* nan) const;
 
   at::Tensor x_;
   std::optional<at::Tensor> y_;

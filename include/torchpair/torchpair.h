@@ -9,4 +9,5 @@
 #include "torchpair/expression.h"
 #include "torchpair/functional.h"
 #include "torchpair/options.h"
+#include "torchpair/sets.h"
 #include "torchpair/version.h"
