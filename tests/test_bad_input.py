@@ -101,6 +101,42 @@ CASES = [
                                                             "euclidean_direct", []), TypeError, r"'self_mask' must be bool"),
 ]
 
+# numeric distances and pdist (issue 3a)
+CASES += [
+    ("minkowski-negative-p", lambda: tp.pairwise(x, y, "minkowski", p=-1.0), ValueError, r"'p'.*>= 1"),
+    ("minkowski-p-below-1", lambda: tp.pdist(x, "minkowski", p=0.5), ValueError, r"'p'.*>= 1"),
+    ("minkowski-nan-p", lambda: tp.pairwise(x, y, "minkowski", p=float("nan")), ValueError, r"'p'"),
+    ("minkowski-w-length", lambda: tp.pairwise(x, y, "minkowski", w=torch.ones(4)), ValueError, r"'w'.*shape"),
+    ("minkowski-w-negative", lambda: tp.pairwise(x, y, "minkowski", w=torch.tensor([1.0, -1.0, 1.0])), ValueError,
+     r"'w'.*>= 0"),
+    ("minkowski-w-nan", lambda: tp.pairwise(x, y, "minkowski", w=torch.tensor([1.0, float("nan"), 1.0])), ValueError,
+     r"'w'.*finite"),
+    ("minkowski-w-int", lambda: tp.pairwise(x, y, "minkowski", w=torch.ones(3, dtype=torch.int64)), TypeError, r"'w'"),
+    ("seuclidean-V-length", lambda: tp.pairwise(x, y, "seuclidean", V=torch.ones(2)), ValueError, r"'V'.*shape"),
+    ("seuclidean-V-negative", lambda: tp.lazy(x, y, "seuclidean", V=-torch.ones(3)).sum(), ValueError, r"'V'.*>= 0"),
+    ("seuclidean-V-inf", lambda: tp.pdist(x, "seuclidean", V=torch.full((3,), float("inf"))), ValueError,
+     r"'V'.*finite"),
+    ("mahalanobis-VI-not-square", lambda: tp.pairwise(x, y, "mahalanobis", VI=torch.ones(3, 2)), ValueError,
+     r"'VI'.*shape"),
+    ("mahalanobis-VI-wrong-size", lambda: tp.pairwise(x, y, "mahalanobis", VI=torch.eye(4)), ValueError, r"'VI'.*shape"),
+    ("mahalanobis-VI-nan", lambda: tp.pairwise(x, y, "mahalanobis", VI=torch.eye(3) * float("nan")), ValueError,
+     r"'VI'.*finite"),
+    ("haversine-D", lambda: tp.pairwise(x, y, "haversine"), ValueError, r"haversine.*2 features.*'x'"),
+    ("haversine-D-pdist", lambda: tp.pdist(x, "haversine"), ValueError, r"haversine.*2 features"),
+    ("jensenshannon-base", lambda: tp.pairwise(x, y, "jensenshannon", base=1.0), ValueError, r"'base'"),
+    ("jensenshannon-base-negative", lambda: tp.pairwise(x, y, "jensenshannon", base=-2.0), ValueError, r"'base'"),
+    ("cosine-param", lambda: tp.pairwise(x, y, "cosine", p=2.0), ValueError, r"metric 'cosine' does not take parameter 'p'"),
+    ("pdist-rank-1", lambda: tp.pdist(torch.randn(5)), ValueError, r"'x' must have shape"),
+    ("pdist-int", lambda: tp.pdist(torch.ones(5, 3, dtype=torch.int64)), TypeError, r"floating-point 'x'"),
+    ("pdist-unknown-metric", lambda: tp.pdist(x, "nope"), ValueError, r"unknown metric 'nope'"),
+    ("pdist-not-tensor", lambda: tp.pdist([[1.0, 2.0]]), TypeError, r"'X' must be a torch.Tensor"),
+    ("core-pdist-shapes", lambda: torch.ops.torchpair._pdist(x[None], y[None], None, None, "euclidean_direct", [],
+                                                            False), ValueError, r"same shape"),
+    ("core-pdist-grad-shape", lambda: torch.ops.torchpair._pdist_backward(torch.ones(1, 3), x[None], x[None], None,
+                                                                         None, "euclidean_direct", [], True, None,
+                                                                         [True] * 4), ValueError, r"'grad' must have shape"),
+]
+
 
 @pytest.mark.parametrize("call,exc,pattern", [c[1:] for c in CASES], ids=[c[0] for c in CASES])
 def test_bad_input(call, exc, pattern):

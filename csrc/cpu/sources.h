@@ -15,6 +15,7 @@
 #include "engines/tile_source.h"
 #include "metrics/elementwise.h"
 #include "metrics/inner_product.h"
+#include "metrics/distances.h"
 
 
 

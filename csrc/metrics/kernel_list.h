@@ -8,9 +8,19 @@
 #define TORCHPAIR_ELEMENTWISE_KERNELS(_)   \
   _(sqeuclidean_direct, SqEuclideanDirect) \
   _(euclidean_direct, EuclideanDirect)     \
-  _(rbf_direct, RbfDirect)
+  _(rbf_direct, RbfDirect)                 \
+  _(cityblock_direct, CityblockDirect)     \
+  _(chebyshev_direct, ChebyshevDirect)     \
+  _(minkowski_direct, MinkowskiDirect)     \
+  _(canberra_direct, CanberraDirect)       \
+  _(braycurtis_direct, BrayCurtisDirect)   \
+  _(jensenshannon_direct, JensenShannonDirect) \
+  _(haversine_direct, HaversineDirect)     \
+  _(nan_euclidean_direct, NanEuclideanDirect) \
+  _(snr_direct, SnrDirect)
 
 #define TORCHPAIR_INNER_PRODUCT_KERNELS(_) \
   _(sqeuclidean_gemm, SqEuclideanGemm)     \
   _(euclidean_gemm, EuclideanGemm)         \
-  _(rbf_gemm, RbfGemm)
+  _(rbf_gemm, RbfGemm)                     \
+  _(cosine_gemm, CosineGemm)
