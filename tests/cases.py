@@ -276,4 +276,106 @@ OP_CASES += [
            id="_seq_dense-jaro_winkler-long"),
     OpCase("torchpair::_seq_pdist", lambda dt: (*_seq_args(with_y=False), "osa", [], True), id="_seq_pdist-osa"),
     OpCase("torchpair::_seq_topk", lambda dt: (*_seq_args(), "indel", [], False, 3, False), id="_seq_topk-indel"),
+# ---------------------------------------------------------------------------------------
+# Numeric distances (issue 3a): scipy / sklearn oracles, independent numpy formulas where
+# neither library has the metric (hellinger as gensim defines it, snr as
+# pytorch-metric-learning's SNRDistance).
+# ---------------------------------------------------------------------------------------
+def _cd(metric, **kw):
+    return lambda x, y: ssd.cdist(x, y, metric, **kw)
+
+
+def _hellinger_np(x, y):
+    return np.sqrt(0.5 * ((np.sqrt(x)[:, None, :] - np.sqrt(y)[None, :, :]) ** 2).sum(-1))
+
+
+def _snr_np(x, y):
+    return np.var(x[:, None, :] - y[None, :, :], axis=-1, ddof=1) / np.var(x, axis=-1, ddof=1)[:, None]
+
+
+def _spd(d, seed):
+    g = np.random.default_rng(seed)
+    a = g.standard_normal((d, d))
+    return a @ a.T / d + np.eye(d)
+
+
+_W5 = np.array([0.5, 2.0, 1.0, 0.25, 3.0])
+_V4 = np.array([0.5, 2.0, 1.5, 0.2])
+_VI20 = _spd(20, 7)
+
+DISTANCE_CASES: list[MetricCase] = [
+    MetricCase("cityblock", {}, _cd("cityblock")),
+    MetricCase("manhattan", {}, _cd("cityblock"), dims=(3,)),
+    MetricCase("l1", {}, _cd("cityblock"), dims=(3,)),
+    MetricCase("chebyshev", {}, _cd("chebyshev")),
+    MetricCase("linf", {}, _cd("chebyshev"), dims=(3,)),
+    MetricCase("minkowski", {}, _cd("minkowski"), dims=(3, 40)),
+    MetricCase("minkowski", {"p": 3.0}, _cd("minkowski", p=3.0), rtol64=1e-8),
+    MetricCase("minkowski", {"p": 1.5}, _cd("minkowski", p=1.5), rtol64=1e-8, dims=(1, 17)),
+    MetricCase("minkowski", {"p": 1.0}, _cd("minkowski", p=1.0), dims=(3,)),
+    MetricCase("minkowski", {"p": float("inf")}, _cd("chebyshev"), dims=(3,)),
+    MetricCase("minkowski", {"p": 3.0, "w": torch.tensor(_W5)}, _cd("minkowski", p=3.0, w=_W5), rtol64=1e-8,
+               dims=(5,), id="minkowski[p=3,w]"),
+    MetricCase("minkowski", {"p": 2.0, "w": torch.tensor(_W5)}, _cd("minkowski", p=2.0, w=_W5), dims=(5,),
+               id="minkowski[p=2,w]"),
+    MetricCase("seuclidean", {}, _cd("seuclidean"), rtol64=1e-9),
+    MetricCase("seuclidean", {"V": torch.tensor(_V4)}, _cd("seuclidean", V=_V4), dims=(4,), id="seuclidean[V]"),
+    MetricCase("mahalanobis", {}, _cd("mahalanobis"), dims=(1, 3, 5), rtol64=1e-8, rtol32=1e-4),
+    MetricCase("mahalanobis", {"VI": torch.tensor(_VI20)}, _cd("mahalanobis", VI=_VI20), dims=(20,),
+               rtol64=1e-9, id="mahalanobis[VI]"),
+    MetricCase("cosine", {}, _cd("cosine")),
+    MetricCase("correlation", {}, _cd("correlation"), dims=(2, 3, 17, 40)),
+    MetricCase("braycurtis", {}, _cd("braycurtis"), domain="positive"),
+    MetricCase("braycurtis", {}, _cd("braycurtis"), dims=(3, 17), id="braycurtis[real]"),
+    MetricCase("canberra", {}, _cd("canberra")),
+    # D = 1 left out: scipy's rounding gives sqrt(-1e-17) = NaN there (torchpair clamps at 0)
+    MetricCase("jensenshannon", {}, _cd("jensenshannon"), domain="probability", rtol64=1e-8, dims=(2, 3, 17, 40)),
+    MetricCase("jensenshannon", {"base": 2.0},
+               lambda x, y: ssd.cdist(x, y, lambda u, v: ssd.jensenshannon(u, v, base=2.0)),
+               domain="probability", rtol64=1e-8,
+               dims=(3, 17)),
+    MetricCase("haversine", {}, lambda x, y: skp.haversine_distances(x, y), dims=(2,), rtol64=1e-8),
+    MetricCase("nan_euclidean", {}, lambda x, y: skp.nan_euclidean_distances(x, y), rtol64=1e-8),
+    MetricCase("hellinger", {}, _hellinger_np, domain="positive"),
+    MetricCase("snr", {}, _snr_np, dims=(2, 3, 17, 40), rtol64=1e-9),
+]
+METRIC_CASES += DISTANCE_CASES
+METRIC_IDS = [c.id for c in METRIC_CASES]
+DIFFERENTIABLE_CASES = [c for c in METRIC_CASES if c.differentiable]
+REPRESENTATIVE_METRICS += ["cityblock", "chebyshev", "cosine"]
+REPRESENTATIVE_CASES = [c for c in DIFFERENTIABLE_CASES if c.id in REPRESENTATIVE_METRICS]
+
+
+# ---- pdist (issue 3a): the public operator and the condensed core operator ----------------
+def _pdist_core_args(kernel, scalars, d, dtype, with_sides, symmetric):
+    g = torch.Generator().manual_seed(6)
+    x = torch.randn(2, 6, d, dtype=dtype, generator=g, requires_grad=True)
+    y = x if symmetric else torch.randn(2, 6, d, dtype=dtype, generator=g, requires_grad=True)
+    a = (x.detach() ** 2).sum(-1).requires_grad_(True) if with_sides else None
+    b = (y.detach() ** 2).sum(-1).requires_grad_(True) if with_sides else None
+    return x, y, a, b, kernel, list(scalars), symmetric, None
+
+
+def _pdist_backward_args(make, dtype):
+    args = make(dtype)
+    with torch.no_grad():
+        out = torch.ops.torchpair._pdist(*args)
+    grad = torch.randn(out.shape, dtype=dtype, generator=torch.Generator().manual_seed(2))
+    return (grad, *[a.detach() if isinstance(a, torch.Tensor) else a for a in args], [True] * 4)
+
+
+for _kernel, _scalars, _sides, _sym in [("euclidean_direct", [], False, True), ("rbf_gemm", [0.5], True, False),
+                                        ("chebyshev_direct", [], False, False)]:
+    _mk = lambda dt, k=_kernel, s=_scalars, sd=_sides, sy=_sym: _pdist_core_args(k, s, 20 if sd else 3, dt, sd, sy)  # noqa: E731
+    OP_CASES.append(OpCase("torchpair::_pdist", _mk, id=f"_pdist-{_kernel}"))
+    OP_CASES.append(OpCase("torchpair::_pdist_backward", lambda dt, mk=_mk: _pdist_backward_args(mk, dt),
+                           id=f"_pdist_backward-{_kernel}"))
+OP_CASES += [
+    OpCase("torchpair::pdist", lambda dt: (_public_args(dt, with_y=False)[0], "rbf"), {"gamma": 0.3}, id="pdist"),
+    OpCase("torchpair::pdist", lambda dt: (_public_args(dt, with_y=False)[0], "cosine"), id="pdist-cosine"),
+    OpCase("torchpair::pdist", lambda dt: (_public_args(dt, with_y=False)[0], "minkowski"), {"p": 3.0},
+           id="pdist-minkowski"),
+    OpCase("torchpair::pairwise", lambda dt: (*_public_args(dt)[:2], "mahalanobis"),
+           {"VI": torch.eye(4, dtype=torch.float64)}, id="pairwise-mahalanobis-VI"),
+    OpCase("torchpair::pairwise", lambda dt: (*_public_args(dt)[:2], "seuclidean"), id="pairwise-seuclidean"),
 ]

@@ -89,6 +89,8 @@ def test_inputs_not_modified():
     y = torch.randn(10, 30, dtype=torch.float64)
     for metric in tp.metrics():
         a, b = (x.abs(), y.abs()) if metric in NONNEGATIVE_METRICS else (x, y)
+        if metric == "haversine":  # D = 2
+            a, b = a[:, :2], b[:, :2]
         ac, bc = a.clone(), b.clone()
         tp.pairwise(a, b, metric)
         tp.lazy(a, b, metric).sum(-1)

@@ -22,6 +22,7 @@ _native.load(__path__)
 from . import _meta  # noqa: E402,F401  (fake kernels for compile/export)
 from ._catalog import metric_info, metrics  # noqa: E402
 from .functional import cdist, pairwise  # noqa: E402
+from .functional import pdist  # noqa: E402
 from .lazy import DensePairwise, LazyPairwise, lazy, pairwise_expression  # noqa: E402
 from .sets import chamfer, energy_distance, hausdorff, knn, mmd  # noqa: E402
 from . import sequences as seq  # noqa: E402  (token sequences: edit distances)
@@ -63,4 +64,5 @@ __all__ = [
     "pairwise_expression",
     "seq",
     "encode",
+    "pdist",
 ]

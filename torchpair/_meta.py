@@ -94,3 +94,16 @@ def _paired_fake(x, y, a, b, self_mask, kernel, scalars, dtype=None):
 @torch.library.register_fake("torchpair::_paired_backward")
 def _paired_backward_fake(grad, x, y, a, b, self_mask, kernel, scalars, dtype, output_mask):
     return _grads(x, y, a, b, dtype)
+
+
+# ---- pdist: condensed upper triangle ------------------------------------------------------
+@torch.library.register_fake("torchpair::_pdist")
+def _pdist_fake(x, y, a, b, kernel, scalars, symmetric, dtype=None):
+    torch._check(x.dim() == 3 and y.dim() == 3, lambda: "torchpair._pdist: x and y must be 3-D")
+    n = x.shape[1]
+    return x.new_empty((x.shape[0], n * (n - 1) // 2), dtype=_value_dtype(x, dtype))
+
+
+@torch.library.register_fake("torchpair::_pdist_backward")
+def _pdist_backward_fake(grad, x, y, a, b, kernel, scalars, symmetric, dtype, output_mask):
+    return _grads(x, y, a, b, dtype)

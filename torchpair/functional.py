@@ -31,3 +31,21 @@ def pairwise(X: torch.Tensor, Y: torch.Tensor | None = None, metric: str = "eucl
 def cdist(XA: torch.Tensor, XB: torch.Tensor | None = None, metric: str = "euclidean", **params) -> torch.Tensor:
     """scipy's name for :func:`pairwise` (``scipy.spatial.distance.cdist(XA, XB, metric)``)."""
     return pairwise(XA, XB, metric, **params)
+
+
+def pdist(X: torch.Tensor, metric: str = "euclidean", **params) -> torch.Tensor:
+    """Condensed distances between the rows of ``X`` (``scipy.spatial.distance.pdist``).
+
+    Args:
+        X: ``[..., N, D]`` floating tensor.
+        metric: a name from :func:`torchpair.metrics`.
+        **params: the metric's parameters.
+
+    Returns:
+        ``[..., N * (N - 1) // 2]``: ``K(x_i, x_j)`` for ``i < j`` in scipy's order (row-major
+        upper triangle). Only that half is computed and stored; differentiable where the
+        metric is.
+    """
+    _params.check_tensor("pdist", "X", X)
+    _params.check_metric("pdist", metric)
+    return torch.ops.torchpair.pdist(X, metric, **_params.normalize("pdist", params))

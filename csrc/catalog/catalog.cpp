@@ -54,6 +54,40 @@ std::vector<MetricInfo> build() {
                     "(1 + |x - y|^2 / (2 alpha length_scale^2))^(-alpha) (sklearn RationalQuadratic)",
                     &prepare_rational_quadratic});
   }
+  // ---- numeric distances (scipy names; prepare functions in prepare_distances.cpp) ----
+  {
+    const ParamInfo kP{"p", "float", "2", "the order of the norm; >= 1, or inf"};
+    const ParamInfo kW{"w", "tensor", "None (all 1)", "per-feature weights [n_features], >= 0, differentiable"};
+    const ParamInfo kV{"V", "tensor", "variances (ddof=1) of the stacked rows (scipy)",
+                       "per-feature variances [n_features], >= 0, differentiable"};
+    const ParamInfo kVI{"VI", "tensor", "pseudo-inverse of the covariance of the stacked rows",
+                        "inverse covariance [n_features, n_features], differentiable"};
+    const ParamInfo kBase{"base", "float", "e", "logarithm base; > 0 and != 1"};
+    auto dist = [&](const char* name, std::vector<std::string> aliases, std::vector<ParamInfo> params,
+                    const char* input, const char* doc, PrepareFn fn) {
+      rows.push_back({name, std::move(aliases), "distance", "distance", std::move(params), true, input,
+                      "input dtype", doc, fn});
+    };
+    const char* fp = "float32/float64";
+    dist("cityblock", {"manhattan", "l1"}, {}, fp, "sum_k |x_k - y_k|", &prepare_cityblock);
+    dist("chebyshev", {"linf"}, {}, fp, "max_k |x_k - y_k|", &prepare_chebyshev);
+    dist("minkowski", {}, {kP, kW}, fp, "(sum_k w_k |x_k - y_k|^p)^(1/p)", &prepare_minkowski);
+    dist("seuclidean", {}, {kV}, fp, "sqrt(sum_k (x_k - y_k)^2 / V_k)", &prepare_seuclidean);
+    dist("mahalanobis", {}, {kVI}, fp, "sqrt((x - y) VI (x - y)^T)", &prepare_mahalanobis);
+    dist("cosine", {}, {}, fp, "1 - x.y / (|x| |y|)", &prepare_cosine);
+    dist("correlation", {}, {}, fp, "cosine distance of the rows centred to mean 0", &prepare_correlation);
+    dist("braycurtis", {}, {}, fp, "sum_k |x_k - y_k| / sum_k |x_k + y_k|", &prepare_braycurtis);
+    dist("canberra", {}, {}, fp, "sum_k |x_k - y_k| / (|x_k| + |y_k|)", &prepare_canberra);
+    dist("jensenshannon", {}, {kBase}, "float32/float64 (non-negative; rows are normalised to sum 1)",
+         "sqrt(JS divergence of the normalised rows / log(base))", &prepare_jensenshannon);
+    dist("haversine", {}, {}, "float32/float64 [..., 2] (latitude, longitude in radians)",
+         "great-circle distance on the unit sphere", &prepare_haversine);
+    dist("nan_euclidean", {}, {}, "float32/float64 (NaN marks a missing value)",
+         "sqrt(D / present * sum over present coordinates (x_k - y_k)^2)", &prepare_nan_euclidean);
+    dist("hellinger", {}, {}, "float32/float64 (non-negative)", "sqrt(sum_k (sqrt(x_k) - sqrt(y_k))^2 / 2)",
+         &prepare_hellinger);
+    dist("snr", {}, {}, fp, "var(x - y) / var(x) (signal-to-noise ratio distance)", &prepare_snr);
+  }
   return rows;
 }
 

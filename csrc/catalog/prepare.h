@@ -35,5 +35,20 @@ Prepared prepare_chi2(const Inputs& in, const ComparisonOptions& o);
 Prepared prepare_additive_chi2(const Inputs& in, const ComparisonOptions& o);
 Prepared prepare_matern(const Inputs& in, const ComparisonOptions& o);
 Prepared prepare_rational_quadratic(const Inputs& in, const ComparisonOptions& o);
+// ---- numeric distances (catalog/prepare_distances.cpp) ----
+Prepared prepare_cityblock(const Inputs& in, const ComparisonOptions& o);
+Prepared prepare_chebyshev(const Inputs& in, const ComparisonOptions& o);
+Prepared prepare_minkowski(const Inputs& in, const ComparisonOptions& o);
+Prepared prepare_seuclidean(const Inputs& in, const ComparisonOptions& o);
+Prepared prepare_mahalanobis(const Inputs& in, const ComparisonOptions& o);
+Prepared prepare_cosine(const Inputs& in, const ComparisonOptions& o);
+Prepared prepare_correlation(const Inputs& in, const ComparisonOptions& o);
+Prepared prepare_braycurtis(const Inputs& in, const ComparisonOptions& o);
+Prepared prepare_canberra(const Inputs& in, const ComparisonOptions& o);
+Prepared prepare_jensenshannon(const Inputs& in, const ComparisonOptions& o);
+Prepared prepare_haversine(const Inputs& in, const ComparisonOptions& o);
+Prepared prepare_nan_euclidean(const Inputs& in, const ComparisonOptions& o);
+Prepared prepare_hellinger(const Inputs& in, const ComparisonOptions& o);
+Prepared prepare_snr(const Inputs& in, const ComparisonOptions& o);
 
 }  // namespace tp::catalog

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "cpu/consumers.h"
+#include "cpu/pdist.h"
 
 namespace tp::cpu {
 namespace {
@@ -80,6 +81,14 @@ std::tuple<at::Tensor, at::Tensor> softmax_matmul(const Request& req, const at::
 Grads5 softmax_matmul_backward(const at::Tensor& grad, const Request& req, const at::Tensor& v,
                                const at::Tensor& out, const at::Tensor& lse, std::array<bool, 5> mask) {
   TP_FORWARD(softmax_matmul_backward, grad, req, v, out, lse, mask)
+}
+}  // namespace dispatch
+
+// ---- pdist (cpu/pdist_cpu.cpp) ----
+namespace dispatch {
+at::Tensor pdist(const Request& req) { TP_FORWARD(pdist, req) }
+Grads4 pdist_backward(const at::Tensor& grad, const Request& req, std::array<bool, 4> mask) {
+  TP_FORWARD(pdist_backward, grad, req, mask)
 }
 }  // namespace dispatch
 #undef TP_FORWARD

@@ -16,6 +16,7 @@
 #include "metrics/elementwise.h"
 #include "metrics/inner_product.h"
 #include "metrics/kernels.h"
+#include "metrics/distances.h"
 
 
 

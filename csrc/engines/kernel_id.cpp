@@ -5,6 +5,7 @@
 #include "metrics/elementwise.h"
 #include "metrics/inner_product.h"
 #include "metrics/kernels.h"
+#include "metrics/distances.h"
 #include "metrics/kernel_list.h"
 
 namespace tp::engine {

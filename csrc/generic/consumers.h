@@ -22,3 +22,10 @@ at::Tensor paired(const engine::Request& req, const at::Tensor& self_mask);
 engine::Grads4 paired_backward(const at::Tensor& grad, const engine::Request& req, const at::Tensor& self_mask);
 
 }  // namespace tp::generic
+
+namespace tp::generic {
+// Condensed upper triangle K(x_i, y_j), i < j, in scipy's order: [B, n(n-1)/2] (x, y of
+// the same shape). Walks only the tiles that reach above the diagonal.
+at::Tensor pdist(const engine::Request& req);
+engine::Grads4 pdist_backward(const at::Tensor& grad, const engine::Request& req, std::array<bool, 4> mask);
+}  // namespace tp::generic

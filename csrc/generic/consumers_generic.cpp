@@ -13,6 +13,7 @@
 #include "metrics/elementwise.h"
 #include "metrics/inner_product.h"
 #include "metrics/kernels.h"
+#include "metrics/distances.h"
 #include "metrics/kernel_list.h"
 
 namespace tp::generic {
@@ -544,6 +545,80 @@ at::Tensor paired(const Request& req, const at::Tensor& self_mask) {
 engine::Grads4 paired_backward(const at::Tensor& grad, const Request& req, const at::Tensor& self_mask) {
   auto ev = make_evaluator(req.spec);
   return ev->paired_vjp(req.x, req.y, req.a, req.b, self_mask, grad);
+}
+
+}  // namespace tp::generic
+
+// ---- pdist: the condensed upper triangle ------------------------------------------------
+namespace tp::generic {
+namespace {
+
+// Condensed positions of a tile's pairs (row i, column j) with j > i (upper), or of a
+// flipped tile's pairs (row j, column i) with i < j; `valid` marks them, `index` is 0 elsewhere.
+void condensed_index(int64_t n, int64_t r0, int64_t nr, int64_t c0, int64_t nc, bool upper,
+                     const at::TensorOptions& opts, at::Tensor& index, at::Tensor& valid) {
+  const auto lo = opts.dtype(at::kLong);
+  const at::Tensor r = at::arange(r0, r0 + nr, lo).unsqueeze(1), c = at::arange(c0, c0 + nc, lo).unsqueeze(0);
+  const at::Tensor i = upper ? r : c, j = upper ? c : r;
+  valid = j > i;
+  index = at::where(valid, i * n - at::div(i * (i + 1), 2, "floor") + (j - i - 1), at::zeros({}, lo));
+}
+
+// Tiles of the sweep that hold some valid pair.
+template <typename F>
+void for_each_triangle_tile(const Sweep& sw, bool upper, const F& f) {
+  for (int64_t r0 = 0; r0 < sw.rows(); r0 += sw.row_chunk) {
+    const int64_t nr = std::min(sw.row_chunk, sw.rows() - r0);
+    for (int64_t c0 = 0; c0 < sw.cols(); c0 += sw.col_chunk) {
+      const int64_t nc = std::min(sw.col_chunk, sw.cols() - c0);
+      const bool any = upper ? (c0 + nc - 1 > r0) : (c0 < r0 + nr - 1);
+      if (any) f(r0, nr, c0, nc);
+    }
+  }
+}
+
+}  // namespace
+
+at::Tensor pdist(const Request& req) {
+  const int64_t B = req.batch(), n = req.x.size(1);
+  at::Tensor out = at::empty({B, n * (n - 1) / 2}, req.value_options());
+  if (out.numel() == 0) return out;
+  auto ev = make_evaluator(req.spec);
+  Sweep sw(req, false, *ev);
+  for_each_triangle_tile(sw, true, [&](int64_t r0, int64_t nr, int64_t c0, int64_t nc) {
+    at::Tensor index, valid;
+    condensed_index(n, r0, nr, c0, nc, true, out.options(), index, valid);
+    const at::Tensor values = ev->values(sw.tile(r0, nr, c0, nc));  // [B, nr, nc]
+    out.index_copy_(1, index.masked_select(valid), values.masked_select(valid.unsqueeze(0)).view({B, -1}));
+  });
+  return out;
+}
+
+engine::Grads4 pdist_backward(const at::Tensor& grad, const Request& req, std::array<bool, 4> mask) {
+  engine::Grads4 g;
+  const int64_t B = req.batch(), n = req.x.size(1);
+  if (B == 0 || n < 2) return g;
+  auto ev = make_evaluator(req.spec);
+  const bool need_x = mask[0] || mask[2], need_y = mask[1] || mask[3];
+  for (int pass = 0; pass < 2; ++pass) {
+    const bool flipped = pass == 1;
+    if (!(flipped ? need_y : need_x)) continue;
+    Sweep sw(req, flipped, *ev);
+    at::Tensor drow = at::zeros_like(sw.rowop);
+    at::Tensor dside = sw.rside.defined() ? at::zeros_like(sw.rside) : at::Tensor();
+    for_each_triangle_tile(sw, !flipped, [&](int64_t r0, int64_t nr, int64_t c0, int64_t nc) {
+      at::Tensor index, valid;
+      condensed_index(n, r0, nr, c0, nc, !flipped, grad.options(), index, valid);
+      const at::Tensor gup = at::where(valid, grad.index_select(1, index.flatten()).view({B, nr, nc}),
+                                       at::zeros({}, grad.options()));
+      at::Tensor drow_blk = drow.narrow(1, r0, nr);
+      at::Tensor dside_blk = dside.defined() ? dside.narrow(1, r0, nr) : at::Tensor();
+      ev->vjp(sw.tile(r0, nr, c0, nc), gup, drow_blk, dside_blk);
+    });
+    (flipped ? g[1] : g[0]) = drow;
+    (flipped ? g[3] : g[2]) = dside;
+  }
+  return g;
 }
 
 }  // namespace tp::generic

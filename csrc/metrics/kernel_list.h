@@ -13,7 +13,16 @@
   _(chi2_direct, Chi2Direct)               \
   _(additive_chi2_direct, AdditiveChi2Direct) \
   _(matern_direct, MaternDirect)           \
-  _(rational_quadratic_direct, RationalQuadraticDirect)
+  _(rational_quadratic_direct, RationalQuadraticDirect) \
+  _(cityblock_direct, CityblockDirect)     \
+  _(chebyshev_direct, ChebyshevDirect)     \
+  _(minkowski_direct, MinkowskiDirect)     \
+  _(canberra_direct, CanberraDirect)       \
+  _(braycurtis_direct, BrayCurtisDirect)   \
+  _(jensenshannon_direct, JensenShannonDirect) \
+  _(haversine_direct, HaversineDirect)     \
+  _(nan_euclidean_direct, NanEuclideanDirect) \
+  _(snr_direct, SnrDirect)
 
 #define TORCHPAIR_INNER_PRODUCT_KERNELS(_) \
   _(sqeuclidean_gemm, SqEuclideanGemm)     \
@@ -23,4 +32,5 @@
   _(polynomial_gemm, PolynomialGemm)       \
   _(sigmoid_gemm, SigmoidGemm)             \
   _(matern_gemm, MaternGemm)               \
-  _(rational_quadratic_gemm, RationalQuadraticGemm)
+  _(rational_quadratic_gemm, RationalQuadraticGemm) \
+  _(cosine_gemm, CosineGemm)

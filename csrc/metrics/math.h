@@ -77,6 +77,12 @@ inline Vec<T> log(const Vec<T>& x) { return x.log(); }
 inline at::Tensor log(const at::Tensor& x) { return x.log(); }
 
 template <class T, std::enable_if_t<std::is_floating_point_v<T>, int> = 0>
+inline T log1p(T x) { return std::log1p(x); }
+template <class T>
+inline Vec<T> log1p(const Vec<T>& x) { return x.log1p(); }
+inline at::Tensor log1p(const at::Tensor& x) { return x.log1p(); }
+
+template <class T, std::enable_if_t<std::is_floating_point_v<T>, int> = 0>
 inline T tanh(T x) { return std::tanh(x); }
 template <class T>
 inline Vec<T> tanh(const Vec<T>& x) { return x.tanh(); }
@@ -147,6 +153,13 @@ inline bool equal(T a, T b) { return a == b; }
 template <class T>
 inline Vec<T> equal(const Vec<T>& a, const Vec<T>& b) { return a == b; }
 inline at::Tensor equal(const at::Tensor& a, const at::Tensor& b) { return a == b; }
+
+// NaN test (a mask, as the comparisons above).
+template <class T, std::enable_if_t<std::is_floating_point_v<T>, int> = 0>
+inline bool is_nan(T x) { return std::isnan(x); }
+template <class T>
+inline Vec<T> is_nan(const Vec<T>& x) { return x.isnan(); }
+inline at::Tensor is_nan(const at::Tensor& x) { return x.isnan(); }
 
 // sign(x) with sign(0) = 0 (and NaN -> NaN for the vector and tensor forms).
 template <class T, std::enable_if_t<std::is_floating_point_v<T>, int> = 0>

@@ -41,3 +41,16 @@ void register_autocast(torch::Library& m) {
 
 TORCH_LIBRARY_IMPL(torchpair, AutocastCPU, m) { tp::ops::register_autocast(m); }
 TORCH_LIBRARY_IMPL(torchpair, AutocastCUDA, m) { tp::ops::register_autocast(m); }
+
+// pdist (registered in its own block)
+namespace tp::ops {
+namespace {
+void register_pdist_autocast(torch::Library& m) {
+  for (const char* name : {"pdist", "_pdist"})
+    m.impl(name, torch::CppFunction::makeFromBoxedFunction<&autocast_to_float32>());
+}
+}  // namespace
+}  // namespace tp::ops
+
+TORCH_LIBRARY_IMPL(torchpair, AutocastCPU, m) { tp::ops::register_pdist_autocast(m); }
+TORCH_LIBRARY_IMPL(torchpair, AutocastCUDA, m) { tp::ops::register_pdist_autocast(m); }

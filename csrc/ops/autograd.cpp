@@ -335,3 +335,56 @@ TORCH_LIBRARY_IMPL(torchpair, Autograd, m) {
   m.impl("_paired_backward",
          &no_double_backward<kPairedBackward, Back4, CT, CT, CT, CO, CO, CO, SV, AR, Dtype, std::array<bool, 4>>);
 }
+
+// ---- _pdist -------------------------------------------------------------------------------
+namespace tp::ops {
+namespace {
+
+using PdistSig = at::Tensor(const at::Tensor&, const at::Tensor&, const Opt&, const Opt&, c10::string_view,
+                            at::ArrayRef<double>, bool, Dtype);
+using PdistBackSig = Back4(const at::Tensor&, const at::Tensor&, const at::Tensor&, const Opt&, const Opt&,
+                           c10::string_view, at::ArrayRef<double>, bool, Dtype, Mask4);
+
+struct PdistFunction : public torch::autograd::Function<PdistFunction> {
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, const at::Tensor& y, const Opt& a,
+                            const Opt& b, c10::string_view kernel, at::ArrayRef<double> scalars, bool symmetric,
+                            Dtype dtype) {
+    save_operands(ctx, x, y, a, b);
+    engine_of(kernel, scalars, symmetric, false, dtype).save(ctx);
+    at::AutoDispatchBelowADInplaceOrView guard;
+    static auto op = handle<PdistSig>("torchpair::_pdist");
+    return op.call(x, y, a, b, kernel, scalars, symmetric, dtype);
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    const auto s = ctx->get_saved_variables();
+    const Engine e = Engine::load(ctx);
+    const auto mask = needed<4>(ctx, {true, true, s[2].defined(), s[3].defined()});
+    static auto op = handle<PdistBackSig>("torchpair::_pdist_backward");
+    return four_then_none(mask, op.call(grads[0], s[0], s[1], maybe(s[2]), maybe(s[3]), e.kernel, e.scalars,
+                                        e.symmetric, e.dtype, mask),
+                          4);
+  }
+};
+
+constexpr char kPdistBackward[] = "torchpair::_pdist_backward";
+
+}  // namespace
+}  // namespace tp::ops
+
+TORCH_LIBRARY_IMPL(torchpair, Autograd, m) {
+  using namespace tp::ops;
+  using at::Tensor;
+  using Opt = std::optional<at::Tensor>;
+  using Dtype = std::optional<at::ScalarType>;
+  using Back4 = std::tuple<Tensor, Tensor, Tensor, Tensor>;
+  using CT = const Tensor&;
+  using CO = const Opt&;
+  using SV = c10::string_view;
+  using AR = at::ArrayRef<double>;
+  m.impl("_pdist", [](const Tensor& x, const Tensor& y, const Opt& a, const Opt& b, c10::string_view kernel,
+                      at::ArrayRef<double> scalars, bool symmetric, Dtype dtype) {
+    return PdistFunction::apply(x, y, a, b, kernel, scalars, symmetric, dtype);
+  });
+  m.impl("_pdist_backward",
+         &no_double_backward<kPdistBackward, Back4, CT, CT, CT, CO, CO, SV, AR, bool, Dtype, std::array<bool, 4>>);
+}

@@ -128,3 +128,20 @@ at::Tensor paired(const at::Tensor& x, const at::Tensor& y, const std::optional<
 }
 
 }  // namespace tp::ops
+
+// ---- pdist ------------------------------------------------------------------------------
+namespace tp::ops {
+
+at::Tensor pdist(const at::Tensor& x, const std::string& metric, const ComparisonOptions& o) {
+  static auto op = handle<at::Tensor(CT, SV TP_PARAM_TYPES)>("torchpair::pdist");
+  return op.call(x, metric TP_PARAM_FIELDS);
+}
+
+at::Tensor condensed(const Core& c) {
+  TORCH_CHECK_VALUE(!c.transpose, "torchpair._pdist: the condensed triangle has no transpose");
+  static auto op = handle<at::Tensor(CT, CT, const Opt&, const Opt&, SV, at::ArrayRef<double>, bool, Dtype)>(
+      "torchpair::_pdist");
+  return op.call(c.x, c.y, c.a, c.b, c.kernel, c.scalars, c.symmetric, c.dtype);
+}
+
+}  // namespace tp::ops

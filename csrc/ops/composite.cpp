@@ -342,3 +342,22 @@ TORCH_LIBRARY_IMPL(torchpair, CompositeImplicitAutograd, m) {
   m.impl("lazy_topk", &tp::ops::lazy_topk_op);
   m.impl("lazy_softmax_matmul", &tp::ops::lazy_softmax_matmul_op);
 }
+
+// ---- pdist: condensed upper triangle, scipy's order ---------------------------------------
+namespace tp::ops {
+namespace {
+
+at::Tensor pdist_op(const at::Tensor& x, c10::string_view metric TP_PARAM_DECLS) {
+  TP_PACK_PARAMS(opts);
+  const char* op = "pdist";
+  const auto& info = catalog::lookup(std::string(metric), op);
+  const Flat f = flatten(op, info, x, std::nullopt);
+  const auto prep = prepare(op, info, f, opts);
+  const c10::SymInt pairs = f.n * (f.n - 1) / 2;
+  return restore(condensed(core_of(prep, false)), f, {pairs});
+}
+
+}  // namespace
+}  // namespace tp::ops
+
+TORCH_LIBRARY_IMPL(torchpair, CompositeImplicitAutograd, m) { m.impl("pdist", &tp::ops::pdist_op); }

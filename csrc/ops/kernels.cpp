@@ -8,6 +8,7 @@
 #include <cstdlib>
 
 #include "cpu/consumers.h"
+#include "cpu/pdist.h"
 #include "engines/kernel_id.h"
 #include "engines/request.h"
 #include "generic/consumers.h"
@@ -268,3 +269,50 @@ TORCH_LIBRARY_IMPL(torchpair, CPU, m) { tp::ops::register_kernels(m); }
 TORCH_LIBRARY_IMPL(torchpair, CUDA, m) { tp::ops::register_kernels(m); }
 TORCH_LIBRARY_IMPL(torchpair, XPU, m) { tp::ops::register_kernels(m); }
 TORCH_LIBRARY_IMPL(torchpair, MPS, m) { tp::ops::register_kernels(m); }
+
+// ---- pdist: the condensed upper triangle ----------------------------------------------
+namespace tp::ops {
+namespace {
+
+engine::Request pdist_request(const char* op, const at::Tensor& x, const at::Tensor& y, const Opt& a, const Opt& b,
+                              c10::string_view kernel, at::ArrayRef<double> scalars, bool symmetric,
+                              std::optional<at::ScalarType> dtype) {
+  auto req = make_request(op, x, y, a, b, kernel, scalars, symmetric, false, dtype);
+  TORCH_CHECK_VALUE(x.sizes() == y.sizes(), "torchpair.", op, ": 'x' and 'y' must have the same shape, got ",
+                    x.sizes(), " and ", y.sizes());
+  return req;
+}
+
+at::Tensor pdist_kernel(const at::Tensor& x, const at::Tensor& y, const Opt& a, const Opt& b, c10::string_view kernel,
+                        at::ArrayRef<double> scalars, bool symmetric, std::optional<at::ScalarType> dtype) {
+  auto req = pdist_request("_pdist", x, y, a, b, kernel, scalars, symmetric, dtype);
+  return native_cpu(req.x) ? cpu::dispatch::pdist(req) : generic::pdist(req);
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> pdist_backward_kernel(
+    const at::Tensor& grad, const at::Tensor& x, const at::Tensor& y, const Opt& a, const Opt& b,
+    c10::string_view kernel, at::ArrayRef<double> scalars, bool symmetric, std::optional<at::ScalarType> dtype,
+    std::array<bool, 4> mask) {
+  auto req = pdist_request("_pdist_backward", x, y, a, b, kernel, scalars, symmetric, dtype);
+  const int64_t n = req.x.size(1);
+  check_grad("_pdist_backward", grad, req, {req.batch(), n * (n - 1) / 2});
+  auto g = native_cpu(req.x) ? cpu::dispatch::pdist_backward(grad, req, mask)
+                             : generic::pdist_backward(grad.contiguous(), req, mask);
+  for (int i = 0; i < 4; ++i)
+    if (!mask[i]) g[i] = at::Tensor();
+  return {or_zeros(g[0], req.x, req), or_zeros(g[1], req.y, req), or_zeros(g[2], req.a, req),
+          or_zeros(g[3], req.b, req)};
+}
+
+void register_pdist_kernels(torch::Library& m) {
+  m.impl("_pdist", &pdist_kernel);
+  m.impl("_pdist_backward", &pdist_backward_kernel);
+}
+
+}  // namespace
+}  // namespace tp::ops
+
+TORCH_LIBRARY_IMPL(torchpair, CPU, m) { tp::ops::register_pdist_kernels(m); }
+TORCH_LIBRARY_IMPL(torchpair, CUDA, m) { tp::ops::register_pdist_kernels(m); }
+TORCH_LIBRARY_IMPL(torchpair, XPU, m) { tp::ops::register_pdist_kernels(m); }
+TORCH_LIBRARY_IMPL(torchpair, MPS, m) { tp::ops::register_pdist_kernels(m); }

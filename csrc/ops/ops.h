@@ -74,6 +74,8 @@ at::Tensor energy_distance(const at::Tensor& x, const at::Tensor& y, const std::
                            const ComparisonOptions& o);
 std::string catalog_json();
 std::string build_info_json();
+// Condensed upper triangle of pairwise(x, None) in scipy's order: [..., N(N-1)/2].
+at::Tensor pdist(const at::Tensor& x, const std::string& metric, const ComparisonOptions& o);
 
 // K(x_i, x_i) for every row of x [..., N, D], computed as exact self-comparisons (the
 // diagonal of pairwise(x, None)), differentiable. `op` names the caller in messages.
@@ -103,5 +105,8 @@ at::Tensor paired(const at::Tensor& x, const at::Tensor& y, const std::optional<
                   const std::optional<at::Tensor>& b, const std::optional<at::Tensor>& self_mask,
                   const std::string& kernel, const std::vector<double>& scalars,
                   std::optional<at::ScalarType> dtype);
+
+// K(x_i, y_j) for i < j of engine operands [B, n, d] (c.transpose must be false): [B, n(n-1)/2].
+at::Tensor condensed(const Core& c);
 
 }  // namespace tp::ops

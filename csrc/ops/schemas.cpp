@@ -81,6 +81,14 @@ TORCH_LIBRARY(torchpair, m) {
   def("_paired_backward(Tensor grad, Tensor x, Tensor y, Tensor? a, Tensor? b, Tensor? self_mask, str kernel, "
       "float[] scalars, ScalarType? dtype, bool[4] output_mask) -> (Tensor, Tensor, Tensor, Tensor)");
 
+  // ---- pdist: condensed upper triangle (scipy order), computing only that half ----------
+  def("pdist(Tensor x, str metric" + P + ") -> Tensor");
+  // K(x_i, y_j) for i < j, [B, n(n-1)/2]; x and y have the same shape (y is usually x)
+  def("_pdist(" + core + ", str kernel, float[] scalars, bool symmetric, ScalarType? dtype=None) -> Tensor");
+  def("_pdist_backward(Tensor grad, " + core +
+      ", str kernel, float[] scalars, bool symmetric, ScalarType? dtype, bool[4] output_mask) -> "
+      "(Tensor, Tensor, Tensor, Tensor)");
+
   // ---- introspection ----------------------------------------------------------------
   m.def("_catalog() -> str", &tp::ops::catalog_json);
   m.def("_build_info() -> str", &tp::ops::build_info_json);

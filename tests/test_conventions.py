@@ -1,0 +1,174 @@
+"""The documented values and gradients at the non-differentiable and undefined points of
+the numeric distances (docs/conventions.md), in both engines (small D: difference-based,
+D > 16: GEMM) where a metric has both, and on the device-generic path."""
+import math
+
+import numpy as np
+import pytest
+import torch
+from scipy.spatial import distance as ssd
+from sklearn.metrics import pairwise as skp
+
+import torchpair as tp
+
+F64 = torch.float64
+
+
+def grads(metric, x, y, index=(0, 0), **params):
+    xr, yr = x.clone().requires_grad_(True), y.clone().requires_grad_(True)
+    out = tp.pairwise(xr, yr, metric, **params)
+    out[index].backward()
+    return out.detach(), xr.grad, yr.grad
+
+
+@pytest.fixture(params=["native", "generic"])
+def engine(request, monkeypatch):
+    if request.param == "generic":
+        monkeypatch.setenv("TORCHPAIR_FORCE_GENERIC", "1")
+    return request.param
+
+
+@pytest.mark.parametrize("metric,params", [("euclidean", {}), ("cityblock", {}), ("chebyshev", {}),
+                                           ("minkowski", {"p": 3.0}), ("minkowski", {"p": 1.5}),
+                                           ("seuclidean", {"V": None}), ("mahalanobis", {"VI": None}),
+                                           ("canberra", {}), ("braycurtis", {}), ("hellinger", {}),
+                                           ("nan_euclidean", {}), ("snr", {})])
+@pytest.mark.parametrize("d", [3, 20])
+def test_zero_distance_has_zero_gradient(metric, params, d, engine):
+    x = torch.rand(4, d, dtype=F64) + 0.5
+    y = torch.cat([x[:1], torch.rand(3, d, dtype=F64) + 0.5])
+    if "V" in params:
+        params = {"V": torch.rand(d, dtype=F64) + 0.5}
+    if "VI" in params:
+        params = {"VI": torch.eye(d, dtype=F64) * 2}
+    out, gx, gy = grads(metric, x, y, **params)
+    assert out[0, 0] == 0
+    assert torch.equal(gx, torch.zeros_like(x)) and torch.equal(gy, torch.zeros_like(y))
+
+
+def test_cityblock_gradient_is_zero_at_equal_coordinates(engine):
+    x = torch.tensor([[1.0, 2.0, 3.0]], dtype=F64)
+    y = torch.tensor([[1.0, 0.0, 5.0]], dtype=F64)
+    out, gx, gy = grads("cityblock", x, y)
+    assert out.item() == 4.0
+    assert gx.tolist() == [[0.0, 1.0, -1.0]] and gy.tolist() == [[0.0, -1.0, 1.0]]
+
+
+def test_chebyshev_ties_split_the_gradient_evenly(engine):
+    x = torch.tensor([[0.0, 0.0, 0.0, 1.0]], dtype=F64)
+    y = torch.tensor([[2.0, -2.0, 1.0, 3.0]], dtype=F64)  # |diff| = 2, 2, 1, 2: three-way tie
+    out, gx, gy = grads("chebyshev", x, y)
+    assert out.item() == 2.0
+    torch.testing.assert_close(gx, torch.tensor([[-1 / 3, 1 / 3, 0.0, -1 / 3]], dtype=F64))
+    torch.testing.assert_close(gy, -gx)
+
+
+def test_canberra_zero_over_zero_terms(engine):
+    x = torch.tensor([[0.0, 1.0, 0.0]], dtype=F64)
+    y = torch.tensor([[0.0, 3.0, 2.0]], dtype=F64)
+    out, gx, gy = grads("canberra", x, y)
+    assert out.item() == pytest.approx(ssd.canberra(x[0].numpy(), y[0].numpy()))  # the 0/0 term counts 0
+    assert torch.isfinite(gx).all() and torch.isfinite(gy).all()
+    assert gx[0, 0] == 0 and gy[0, 0] == 0
+
+
+def test_braycurtis_both_rows_zero(engine):
+    z = torch.zeros(1, 3, dtype=F64)
+    y = torch.tensor([[1.0, 2.0, 0.0]], dtype=F64)
+    out, gx, gy = grads("braycurtis", z, z.clone())
+    assert out.item() == 0.0  # scipy: 0/0 = NaN
+    assert torch.equal(gx, torch.zeros_like(z)) and torch.equal(gy, torch.zeros_like(z))
+    out, gx, gy = grads("braycurtis", z, y)
+    assert out.item() == ssd.braycurtis(z[0].numpy(), y[0].numpy()) == 1.0
+    assert torch.isfinite(gx).all() and torch.isfinite(gy).all()
+
+
+@pytest.mark.parametrize("metric", ["cosine", "correlation"])
+@pytest.mark.parametrize("d", [3, 20])
+def test_zero_norm_or_constant_row(metric, d, engine):
+    x = torch.full((2, d), 2.0, dtype=F64) if metric == "correlation" else torch.zeros(2, d, dtype=F64)
+    x[1] = torch.randn(d, dtype=F64)
+    y = torch.randn(3, d, dtype=F64)
+    out, gx, gy = grads(metric, x, y)
+    # sklearn's cosine_distances: a zero row is at distance 1 from everything (scipy: NaN)
+    torch.testing.assert_close(out[0], torch.ones(3, dtype=F64))
+    assert torch.equal(gx[0], torch.zeros(d, dtype=F64)) and torch.equal(gy, torch.zeros_like(y))
+    if metric == "cosine":
+        torch.testing.assert_close(out, torch.from_numpy(skp.cosine_distances(x.numpy(), y.numpy())))
+    # self-comparisons of the constant row are exact zeros
+    assert tp.pairwise(x, None, metric)[0, 0] == 0
+
+
+def test_jensenshannon_zero_probabilities(engine):
+    x = torch.tensor([[0.0, 0.5, 0.5], [0.2, 0.0, 0.8]], dtype=F64)
+    y = torch.tensor([[0.0, 0.3, 0.7], [1.0, 0.0, 0.0]], dtype=F64)
+    xr = x.clone().requires_grad_(True)
+    out = tp.pairwise(xr, y, "jensenshannon")
+    torch.testing.assert_close(out.detach(), torch.from_numpy(ssd.cdist(x.numpy(), y.numpy(), "jensenshannon")))
+    out.sum().backward()
+    assert torch.isfinite(xr.grad).all()
+    # p = q: distance 0, gradient 0
+    out, gx, gy = grads("jensenshannon", x[:1], x[:1].clone())
+    assert out.item() == 0 and torch.equal(gx, torch.zeros_like(gx))
+
+
+def test_mahalanobis_singular_covariance():
+    """Fewer rows than features: the covariance is singular; the default VI is its
+    pseudo-inverse (scipy's inverse fails)."""
+    g = torch.Generator().manual_seed(0)
+    x, y = torch.randn(4, 6, dtype=F64, generator=g), torch.randn(3, 6, dtype=F64, generator=g)
+    out = tp.pairwise(x, y, "mahalanobis")
+    z = np.vstack([x.numpy(), y.numpy()])
+    vi = np.linalg.pinv(np.cov(z.T))
+    ref = ssd.cdist(x.numpy(), y.numpy(), "mahalanobis", VI=vi)
+    torch.testing.assert_close(out, torch.from_numpy(ref), rtol=1e-7, atol=1e-7)
+    assert torch.isfinite(out).all()
+
+
+def test_seuclidean_zero_variance_drops_the_feature(engine):
+    x = torch.randn(5, 4, dtype=F64)
+    y = torch.randn(6, 4, dtype=F64)
+    x[:, 2] = 1.5
+    y[:, 2] = 1.5  # a constant feature: variance 0
+    xr = x.clone().requires_grad_(True)
+    out = tp.pairwise(xr, y, "seuclidean")
+    keep = [0, 1, 3]
+    ref = ssd.cdist(x[:, keep].numpy(), y[:, keep].numpy(), "seuclidean")  # scipy itself: NaN
+    torch.testing.assert_close(out.detach(), torch.from_numpy(ref))
+    out.sum().backward()
+    assert torch.isfinite(xr.grad).all()
+
+
+def test_haversine_antipodes(engine):
+    x = torch.tensor([[0.3, 0.2]], dtype=F64)
+    y = torch.tensor([[-0.3, 0.2 - math.pi]], dtype=F64)
+    out, gx, gy = grads("haversine", x, y)
+    torch.testing.assert_close(out, torch.tensor([[math.pi]], dtype=F64))
+    assert torch.equal(gx, torch.zeros_like(gx)) and torch.equal(gy, torch.zeros_like(gy))
+
+
+def test_nan_euclidean_missing_coordinates(engine):
+    x = torch.tensor([[1.0, float("nan"), 3.0], [float("nan")] * 3], dtype=F64)
+    y = torch.tensor([[2.0, 5.0, float("nan")], [0.0, 1.0, 2.0]], dtype=F64)
+    xr = x.clone().requires_grad_(True)
+    out = tp.pairwise(xr, y, "nan_euclidean")
+    torch.testing.assert_close(out.detach(), torch.from_numpy(skp.nan_euclidean_distances(x.numpy(), y.numpy())),
+                               equal_nan=True)
+    assert torch.isnan(out[1]).all()  # no coordinate present: NaN (sklearn)
+    out[0].sum().backward()
+    assert xr.grad[0, 1] == 0 and torch.isfinite(xr.grad[0]).all()
+
+
+def test_minkowski_weight_gradient():
+    """Gradients with respect to w, V and VI (tensor parameters) against gradcheck."""
+    g = torch.Generator().manual_seed(1)
+    x, y = torch.randn(4, 5, dtype=F64, generator=g), torch.randn(3, 5, dtype=F64, generator=g)
+    w = (torch.rand(5, dtype=F64, generator=g) + 0.5).requires_grad_(True)
+    assert torch.autograd.gradcheck(lambda w_: tp.pairwise(x, y, "minkowski", p=3.0, w=w_), (w,))
+    assert torch.autograd.gradcheck(lambda w_: tp.pdist(x, "minkowski", p=1.5, w=w_), (w,))
+    V = (torch.rand(5, dtype=F64, generator=g) + 0.5).requires_grad_(True)
+    assert torch.autograd.gradcheck(lambda v_: tp.pairwise(x, y, "seuclidean", V=v_), (V,))
+    a = torch.randn(5, 5, dtype=F64, generator=g)
+    VI = (a @ a.T + torch.eye(5, dtype=F64)).requires_grad_(True)
+    assert torch.autograd.gradcheck(lambda v_: tp.pairwise(x, y, "mahalanobis", VI=v_), (VI,))
+    assert torch.autograd.gradcheck(lambda v_: tp.lazy(x, y, "mahalanobis", VI=v_).sum(-1), (VI,))
