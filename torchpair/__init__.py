@@ -24,6 +24,8 @@ from ._catalog import metric_info, metrics  # noqa: E402
 from .functional import cdist, pairwise  # noqa: E402
 from .lazy import DensePairwise, LazyPairwise, lazy, pairwise_expression  # noqa: E402
 from .sets import chamfer, energy_distance, hausdorff, knn, mmd  # noqa: E402
+from . import _meta_transport  # noqa: E402,F401  (fake kernels of the transport operators)
+from .transport import emd, emd2, wasserstein  # noqa: E402
 
 __version__ = "0.1.0"
 
@@ -59,4 +61,7 @@ __all__ = [
     "metrics",
     "pairwise",
     "pairwise_expression",
+    "emd",
+    "emd2",
+    "wasserstein",
 ]
