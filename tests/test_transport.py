@@ -332,6 +332,9 @@ _M = torch.rand(4, 3, dtype=torch.float64)
 BAD = [
     ("negative-a", lambda: tp.emd2(torch.tensor([0.5, 0.5, 0.5, -0.5], dtype=torch.float64), _b, _M), ValueError,
      r"'a' must be non-negative and finite"),
+    ("negative-a-in-batch", lambda: tp.emd2(torch.full((4, 4), 0.25, dtype=torch.float64).index_put(
+        (torch.tensor([3]), torch.tensor([2])), torch.tensor(-0.1, dtype=torch.float64)), _b, _M), ValueError,
+     r"'a' must be non-negative and finite, got a\[3, 2\] = -0.1 \(problem 3"),
     ("nan-b", lambda: tp.emd2(_a, torch.tensor([0.5, float("nan"), 0.5], dtype=torch.float64), _M), ValueError,
      r"'b' must be non-negative and finite"),
     ("negative-M", lambda: tp.emd2(_a, _b, -_M), ValueError, r"'M' \(the cost\) must be non-negative"),
