@@ -378,4 +378,28 @@ OP_CASES += [
     OpCase("torchpair::pairwise", lambda dt: (*_public_args(dt)[:2], "mahalanobis"),
            {"VI": torch.eye(4, dtype=torch.float64)}, id="pairwise-mahalanobis-VI"),
     OpCase("torchpair::pairwise", lambda dt: (*_public_args(dt)[:2], "seuclidean"), id="pairwise-seuclidean"),
+# ---- exact optimal transport (issue 9): emd, _emd, _emd_backward -------------------------
+def _emd_args(dtype, public=False):
+    g = torch.Generator().manual_seed(9)
+    a = torch.rand(2, 5, dtype=torch.float64, generator=g) + 0.1
+    b = torch.rand(2, 4, dtype=torch.float64, generator=g) + 0.1
+    a, b = a / a.sum(-1, keepdim=True), b / b.sum(-1, keepdim=True)
+    M = torch.rand(2, 5, 4, dtype=torch.float64, generator=g)
+    a, b, M = (t.to(dtype).requires_grad_(True) for t in (a, b, M))
+    # float32 weights do not sum to exactly 1: the core op gets a float32-sized mass tolerance
+    return (a, b, M) if public else (a, b, M, -1, 1e-4)
+
+
+def _emd_backward_args(dtype):
+    a, b, M, max_iter, tol = _emd_args(dtype)
+    with torch.no_grad():
+        plan, _, u, v, _ = torch.ops.torchpair._emd(a, b, M, max_iter, tol)
+    grad = torch.randn(2, dtype=dtype, generator=torch.Generator().manual_seed(3))
+    return grad, plan, u, v, [True, True, True]
+
+
+OP_CASES += [
+    OpCase("torchpair::emd", lambda dt: _emd_args(dt, public=True), id="emd"),
+    OpCase("torchpair::_emd", _emd_args, id="_emd"),
+    OpCase("torchpair::_emd_backward", _emd_backward_args, id="_emd_backward"),
 ]

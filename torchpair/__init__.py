@@ -27,6 +27,8 @@ from .lazy import DensePairwise, LazyPairwise, lazy, pairwise_expression  # noqa
 from .sets import chamfer, energy_distance, hausdorff, knn, mmd  # noqa: E402
 from . import sequences as seq  # noqa: E402  (token sequences: edit distances)
 from .sequences import encode  # noqa: E402
+from . import _meta_transport  # noqa: E402,F401  (fake kernels of the transport operators)
+from .transport import emd, emd2, wasserstein  # noqa: E402
 
 __version__ = "0.1.0"
 
@@ -65,4 +67,7 @@ __all__ = [
     "seq",
     "encode",
     "pdist",
+    "emd",
+    "emd2",
+    "wasserstein",
 ]
