@@ -24,6 +24,7 @@ from ._catalog import metric_info, metrics  # noqa: E402
 from .functional import cdist, pairwise  # noqa: E402
 from .lazy import DensePairwise, LazyPairwise, lazy, pairwise_expression  # noqa: E402
 from .sets import chamfer, energy_distance, hausdorff, knn, mmd  # noqa: E402
+from .backends import backend, get_backend  # noqa: E402
 
 __version__ = "0.1.0"
 
@@ -43,6 +44,8 @@ include_dir: str = str(_Path(_package_dir_with("include/torchpair/torchpair.h"))
 library_path: str = _native.library_path()
 
 __all__ = [
+    "backend",
+    "get_backend",
     "DensePairwise",
     "LazyPairwise",
     "cdist",
