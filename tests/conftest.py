@@ -24,3 +24,9 @@ def force_generic(monkeypatch):
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "slow: long-running checks in subprocesses")
+
+
+# KeOps (tp.backend("keops") tests) compiles each formula once and caches it here, so reruns
+# are fast; set before pykeops is first imported.
+os.environ.setdefault("KEOPS_CACHE_FOLDER", os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                                         "build", "keops"))

@@ -29,6 +29,7 @@ from . import sequences as seq  # noqa: E402  (token sequences: edit distances)
 from .sequences import encode  # noqa: E402
 from . import _meta_transport  # noqa: E402,F401  (fake kernels of the transport operators)
 from .transport import emd, emd2, wasserstein  # noqa: E402
+from .backends import backend, get_backend  # noqa: E402
 
 __version__ = "0.1.0"
 
@@ -48,6 +49,8 @@ include_dir: str = str(_Path(_package_dir_with("include/torchpair/torchpair.h"))
 library_path: str = _native.library_path()
 
 __all__ = [
+    "backend",
+    "get_backend",
     "DensePairwise",
     "LazyPairwise",
     "cdist",

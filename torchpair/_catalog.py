@@ -20,10 +20,14 @@ def metrics() -> list[str]:
 def metric_info(name: str) -> dict:
     """Metadata of one metric (by name or alias): family, kind (distance/similarity),
     parameters with their defaults, whether it is differentiable, accepted input and output
-    dtypes. Unknown names raise ValueError listing the valid ones."""
+    dtypes, and whether ``tp.backend("keops")`` can run it (``"keops"``). Unknown names raise ValueError listing the valid ones."""
     if not isinstance(name, str):
         raise TypeError(f"torchpair.metric_info: 'name' must be a str, got {type(name).__name__}")
     for row in _rows():
         if name == row["name"] or name in row["aliases"]:
-            return json.loads(json.dumps(row))  # a copy the caller may modify
+            info = json.loads(json.dumps(row))  # a copy the caller may modify
+            from ._keops import TRANSLATIONS  # the KeOps backend's table (torchpair/_keops.py)
+
+            info["keops"] = info["name"] in TRANSLATIONS
+            return info
     raise ValueError(f"torchpair.metric_info: unknown metric {name!r}; valid metrics: {', '.join(metrics())}")

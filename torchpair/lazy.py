@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import torch
 
-from . import _params
+from . import _keops, _params
 from . import sequences as _sequences
 
 
@@ -136,10 +136,14 @@ class LazyPairwise(_PairwiseExpression):
     def matmul(self, V: torch.Tensor) -> torch.Tensor:
         """K @ V: ``V [..., M, C]`` (or ``[M]``) -> ``[..., N, C]`` (or ``[..., N]``), streamed."""
         _params.check_tensor("matmul", "V", V)
+        if _keops.requested() and (out := _keops.matmul(self, V)) is not None:
+            return out
         return torch.ops.torchpair.lazy_matmul(self.X, self.Y, V, self.metric, self.transposed, **self.params)
 
     def _reduce(self, reduction: str, dim: int | None) -> torch.Tensor:
         d = None if dim is None else self._normalize_dim(dim, reduction)
+        if _keops.requested() and (out := _keops.reduce(self, reduction, d)) is not None:
+            return out
         return torch.ops.torchpair.lazy_reduce(self.X, self.Y, self.metric, reduction, d, self.transposed,
                                               **self.params)
 
@@ -161,6 +165,8 @@ class LazyPairwise(_PairwiseExpression):
         if not isinstance(largest, bool):
             raise TypeError(f"torchpair.{what}: 'largest' must be a bool, got {type(largest).__name__}")
         d = self._normalize_dim(dim, what)
+        if _keops.requested() and (out := _keops.topk(self, k, d, largest, nan)) is not None:
+            return out
         return torch.ops.torchpair.lazy_topk(self.X, self.Y, self.metric, k, d, largest, True, self.transposed, nan,
                                             **self.params)
 
@@ -196,6 +202,8 @@ class LazyPairwise(_PairwiseExpression):
         columns: ``sum_i softmax_i(K_ij) V_i``."""
         _params.check_tensor("softmax_matmul", "V", V)
         d = self._normalize_dim(dim, "softmax_matmul")
+        if _keops.requested() and (out := _keops.softmax_matmul(self, V, d)) is not None:
+            return out
         return torch.ops.torchpair.lazy_softmax_matmul(self.X, self.Y, V, self.metric, d, self.transposed,
                                                       **self.params)
 

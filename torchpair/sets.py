@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import torch
 
-from . import _params
+from . import _keops, _params
 
 
 def _check(op, X, Y, metric, y_optional=False):
@@ -24,7 +24,10 @@ def knn(X: torch.Tensor, Y: torch.Tensor | None, k: int, metric: str = "euclidea
     _check("knn", X, Y, metric, y_optional=True)
     if not isinstance(k, int) or isinstance(k, bool):
         raise TypeError(f"torchpair.knn: 'k' must be an int, got {type(k).__name__}")
-    v, i = torch.ops.torchpair.knn(X, Y, k, metric, **_params.normalize("knn", params))
+    p = _params.normalize("knn", params)
+    if _keops.requested() and (out := _keops.knn(X, Y, k, metric, p)) is not None:
+        return torch.return_types.topk(out)
+    v, i = torch.ops.torchpair.knn(X, Y, k, metric, **p)
     return torch.return_types.topk((v, i))
 
 
@@ -34,14 +37,20 @@ def hausdorff(X: torch.Tensor, Y: torch.Tensor, metric: str = "euclidean", direc
     _check("hausdorff", X, Y, metric)
     if not isinstance(directed, bool):
         raise TypeError(f"torchpair.hausdorff: 'directed' must be a bool, got {type(directed).__name__}")
-    return torch.ops.torchpair.hausdorff(X, Y, metric, directed, **_params.normalize("hausdorff", params))
+    p = _params.normalize("hausdorff", params)
+    if _keops.requested() and (out := _keops.hausdorff(X, Y, metric, directed, p)) is not None:
+        return out
+    return torch.ops.torchpair.hausdorff(X, Y, metric, directed, **p)
 
 
 def chamfer(X: torch.Tensor, Y: torch.Tensor, metric: str = "sqeuclidean", reduction: str = "mean", **params):
     """Chamfer distance: ``mean_i min_j d(x_i, y_j) + mean_j min_i d(x_i, y_j)`` (``reduction=
     "sum"``: sums instead of means), as point-cloud losses use it."""
     _check("chamfer", X, Y, metric)
-    return torch.ops.torchpair.chamfer(X, Y, metric, reduction, **_params.normalize("chamfer", params))
+    p = _params.normalize("chamfer", params)
+    if _keops.requested() and (out := _keops.chamfer(X, Y, metric, reduction, p)) is not None:
+        return out
+    return torch.ops.torchpair.chamfer(X, Y, metric, reduction, **p)
 
 
 def mmd(X: torch.Tensor, Y: torch.Tensor, metric: str = "rbf", unbiased: bool = False, **params):
@@ -51,11 +60,17 @@ def mmd(X: torch.Tensor, Y: torch.Tensor, metric: str = "rbf", unbiased: bool = 
     _check("mmd", X, Y, metric)
     if not isinstance(unbiased, bool):
         raise TypeError(f"torchpair.mmd: 'unbiased' must be a bool, got {type(unbiased).__name__}")
-    return torch.ops.torchpair.mmd(X, Y, metric, unbiased, **_params.normalize("mmd", params))
+    p = _params.normalize("mmd", params)
+    if _keops.requested() and (out := _keops.mmd(X, Y, metric, unbiased, p)) is not None:
+        return out
+    return torch.ops.torchpair.mmd(X, Y, metric, unbiased, **p)
 
 
 def energy_distance(X: torch.Tensor, Y: torch.Tensor, metric: str = "euclidean", **params):
     """Energy distance ``sqrt(2 E d(X, Y) - E d(X, X') - E d(Y, Y'))`` (scipy.stats'
     ``energy_distance`` in 1-D; V-statistics)."""
     _check("energy_distance", X, Y, metric)
-    return torch.ops.torchpair.energy_distance(X, Y, metric, **_params.normalize("energy_distance", params))
+    p = _params.normalize("energy_distance", params)
+    if _keops.requested() and (out := _keops.energy_distance(X, Y, metric, p)) is not None:
+        return out
+    return torch.ops.torchpair.energy_distance(X, Y, metric, **p)

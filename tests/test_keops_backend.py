@@ -1,0 +1,413 @@
+"""tp.backend("keops"): every lazy consumer and set-level function x every KeOps-translatable
+metric of the catalog against the native engine (an independent implementation: torchpair's
+C++ kernels vs pykeops' generated code), values and gradients; the backend context (thread
+locality, nesting, decorator, bad names, missing pykeops); fallback and strict mode; dense,
+compiled and exported calls stay native.
+
+pykeops compiles every new formula with g++ on first use (seconds to minutes on a busy CPU
+machine). The formulas are cached under build/keops (tests/conftest.py), and the tests share
+formulas: one dtype for the consumer matrix (float64), the same shapes, the same reductions.
+"""
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import warnings
+
+import pytest
+import torch
+
+import torchpair as tp
+from torchpair import _keops
+from torchpair.backends import KEOPS_METRICS
+
+import pykeops.config as _pykeops_config  # noqa: E402
+
+# Test-only: compile KeOps formulas without link-time optimisation (-flto=auto makes each
+# pybind11 module take minutes on 2 busy cores). The generated code and its numbers are the same.
+_pykeops_config.pykeops_base.cpp_flags = _pykeops_config.pykeops_base.cpp_flags.replace(" -flto=auto", "")
+
+PRESENT = [m for m in KEOPS_METRICS if m in tp.metrics()]
+#: The whole consumer x metric matrix compiles ~20 KeOps formulas per metric (each one g++ run):
+#: by default every metric runs K @ V (values and gradients) and the full consumer list runs
+#: on rbf (kernel) and euclidean (distance); TORCHPAIR_KEOPS_FULL=1 runs every consumer on
+#: every translatable metric of the catalog.
+FULL = os.environ.get("TORCHPAIR_KEOPS_FULL", "") not in ("", "0")
+MATRIX_METRICS = PRESENT if FULL else [m for m in ("rbf", "euclidean") if m in PRESENT]
+NOT_TRANSLATABLE = [m for m in tp.metrics() if m not in KEOPS_METRICS]
+
+#: parameters and input domain per metric (defaults otherwise; sklearn/scipy conventions)
+PARAMS = {"rbf": {"gamma": 0.3}, "minkowski": {"p": 3}, "polynomial": {"degree": 2, "gamma": 0.5},
+          "sigmoid": {"gamma": 0.4, "coef0": 0.2}, "laplacian": {"gamma": 0.5}, "matern": {"nu": 2.5},
+          "rational_quadratic": {"alpha": 1.5, "length_scale": 1.2}}
+POSITIVE = ("chi2", "additive_chi2")
+
+N, M, D, C = 7, 6, 3, 2
+
+
+def _data(metric, dtype, seed=0):
+    g = torch.Generator().manual_seed(seed)
+
+    def r(*shape):
+        t = torch.randn(*shape, generator=g, dtype=torch.float64)
+        return (t.abs() + 0.1 if metric in POSITIVE else t).to(dtype)
+
+    return r(N, D), r(M, D), r(M, C), r(N, C)
+
+
+def _kind(metric):
+    return tp.metric_info(metric)["kind"]
+
+
+@pytest.fixture
+def sweeps(monkeypatch):
+    """Counts the KeOps sweeps, to prove which backend ran."""
+    count = {"n": 0}
+    init = _keops._Sweep.__init__
+
+    def counting(self, *a, **k):
+        count["n"] += 1
+        init(self, *a, **k)
+
+    monkeypatch.setattr(_keops._Sweep, "__init__", counting)
+    return count
+
+
+# ---------------------------------------------------------------------------------------
+# Consumers: name -> (fn(X, Y, V, W, metric, params) -> tensor or tuple, applies(metric))
+# ---------------------------------------------------------------------------------------
+def _lazy(X, Y, metric, params):
+    return tp.lazy(X, Y, metric, **params)
+
+
+CONSUMERS = {
+    "matmul": lambda X, Y, V, W, m, p: _lazy(X, Y, m, p) @ V,
+    "sum": lambda X, Y, V, W, m, p: _lazy(X, Y, m, p).sum(-1),
+    "sum_cols": lambda X, Y, V, W, m, p: _lazy(X, Y, m, p).sum(-2),
+    "mean_all": lambda X, Y, V, W, m, p: _lazy(X, Y, m, p).mean(),
+    "T_sum": lambda X, Y, V, W, m, p: _lazy(X, Y, m, p).T.sum(-1),
+    "logsumexp": lambda X, Y, V, W, m, p: _lazy(X, Y, m, p).logsumexp(-1),
+    "logsumexp_all": lambda X, Y, V, W, m, p: _lazy(X, Y, m, p).logsumexp(),
+    "min": lambda X, Y, V, W, m, p: tuple(_lazy(X, Y, m, p).min(-1)),
+    "max": lambda X, Y, V, W, m, p: tuple(_lazy(X, Y, m, p).max(-1)),
+    "argmin": lambda X, Y, V, W, m, p: _lazy(X, Y, m, p).argmin(-1),
+    "argmax": lambda X, Y, V, W, m, p: _lazy(X, Y, m, p).argmax(-1),
+    "topk": lambda X, Y, V, W, m, p: tuple(_lazy(X, Y, m, p).topk(3)),
+    "topk_smallest": lambda X, Y, V, W, m, p: tuple(_lazy(X, Y, m, p).topk(3, largest=False)),
+    "softmax_matmul": lambda X, Y, V, W, m, p: _lazy(X, Y, m, p).softmax_matmul(V),
+    "softmax_matmul_cols": lambda X, Y, V, W, m, p: _lazy(X, Y, m, p).softmax_matmul(W, dim=-2),
+    "self_sum": lambda X, Y, V, W, m, p: _lazy(X, None, m, p).sum(-1),
+    "knn": lambda X, Y, V, W, m, p: tuple(tp.knn(X, Y, 2, m, **p)),
+    "hausdorff": lambda X, Y, V, W, m, p: tp.hausdorff(X, Y, m, **p),
+    "chamfer": lambda X, Y, V, W, m, p: tp.chamfer(X, Y, m, **p),
+    "energy_distance": lambda X, Y, V, W, m, p: tp.energy_distance(X, Y, m, **p),
+    "mmd": lambda X, Y, V, W, m, p: tp.mmd(X, Y, m, **p),
+    "mmd_unbiased": lambda X, Y, V, W, m, p: tp.mmd(X, Y, m, unbiased=True, **p),
+}
+DISTANCE_ONLY = ("hausdorff", "chamfer", "energy_distance")
+KERNEL_ONLY = ("mmd", "mmd_unbiased")
+
+
+def _applies(consumer, metric):
+    if consumer in DISTANCE_ONLY:
+        return _kind(metric) == "distance"
+    if consumer in KERNEL_ONLY:
+        return _kind(metric) == "similarity"
+    return True
+
+
+def _run(consumer, metric, dtype, backend, grad):
+    X, Y, V, W = _data(metric, dtype)
+    leaves = [t.requires_grad_(grad) for t in (X, Y, V, W)]
+    params = PARAMS.get(metric, {})
+    with tp.backend(backend):
+        out = CONSUMERS[consumer](X, Y, V, W, metric, params)
+    outs = out if isinstance(out, tuple) else (out,)
+    grads = None
+    if grad:
+        g = torch.Generator().manual_seed(1)
+        loss = sum((o * torch.randn(o.shape, generator=g, dtype=o.dtype)).sum() for o in outs if o.is_floating_point())
+        grads = torch.autograd.grad(loss, leaves, allow_unused=True)
+    return outs, grads
+
+
+def _compare(consumer, metric, dtype, grad, sweeps):
+    rtol = 1e-9 if dtype == torch.float64 else 1e-4
+    native, gn = _run(consumer, metric, dtype, "native", grad)
+    assert sweeps["n"] == 0
+    keops, gk = _run(consumer, metric, dtype, "keops", grad)
+    assert sweeps["n"] > 0, "the keops backend did not run"
+    for a, b in zip(keops, native):
+        if a.is_floating_point():
+            torch.testing.assert_close(a, b, rtol=rtol, atol=rtol * max(1.0, b.abs().max().item()))
+        else:
+            assert torch.equal(a, b), f"{consumer}: indices differ"
+    if grad:
+        for name, a, b in zip("XYVW", gk, gn):
+            if b is None:
+                assert a is None or not a.any(), f"{consumer}: keops gives a gradient for {name}, native none"
+                continue
+            torch.testing.assert_close(a, b, rtol=rtol, atol=rtol * max(1.0, b.abs().max().item()),
+                                       msg=lambda s: f"{consumer}: gradient w.r.t. {name}: {s}")
+
+
+_MATRIX = [(m, c) for m in MATRIX_METRICS for c in CONSUMERS if _applies(c, m)]
+_MATRIX += [(m, "matmul") for m in PRESENT if m not in MATRIX_METRICS]
+
+
+@pytest.mark.parametrize("metric,consumer", _MATRIX, ids=[f"{m}-{c}" for m, c in _MATRIX])
+def test_keops_equals_native_float64(metric, consumer, sweeps):
+    _compare(consumer, metric, torch.float64, grad=True, sweeps=sweeps)
+
+
+_MATRIX32 = [(m, c) for m in (PRESENT if FULL else MATRIX_METRICS[:1]) for c in ("matmul", "topk")]
+
+
+@pytest.mark.parametrize("metric,consumer", _MATRIX32, ids=[f"{m}-{c}" for m, c in _MATRIX32])
+def test_keops_equals_native_float32(metric, consumer, sweeps):
+    _compare(consumer, metric, torch.float32, grad=consumer != "topk", sweeps=sweeps)
+
+
+def test_keops_batched_broadcast(sweeps):
+    g = torch.Generator().manual_seed(3)
+    X = torch.randn(2, 1, 5, 3, generator=g, dtype=torch.float64, requires_grad=True)
+    Y = torch.randn(3, 4, 3, generator=g, dtype=torch.float64, requires_grad=True)
+    V = torch.randn(4, 2, generator=g, dtype=torch.float64, requires_grad=True)
+    results = []
+    for name in ("native", "keops"):
+        with tp.backend(name):
+            K = tp.lazy(X, Y, "rbf", gamma=0.3)
+            out = K @ V
+            vals = K.max(-1)
+            loss = (out ** 2).sum() + vals.values.sum()
+        results.append((out, vals.indices, torch.autograd.grad(loss, (X, Y, V))))
+    assert sweeps["n"] > 0
+    (o1, i1, g1), (o2, i2, g2) = results
+    assert o1.shape == (2, 3, 5, 2)
+    torch.testing.assert_close(o2, o1, rtol=1e-9, atol=1e-12)
+    assert torch.equal(i1, i2)
+    for a, b in zip(g2, g1):
+        torch.testing.assert_close(a, b, rtol=1e-9, atol=1e-12)
+
+
+# ---------------------------------------------------------------------------------------
+# The backend context
+# ---------------------------------------------------------------------------------------
+def test_context_nesting_and_decorator():
+    assert tp.get_backend() == "native"
+    with tp.backend("keops"):
+        assert tp.get_backend() == "keops"
+        with tp.backend("native"):
+            assert tp.get_backend() == "native"
+        assert tp.get_backend() == "keops"
+    assert tp.get_backend() == "native"
+
+    @tp.backend("keops")
+    def inner():
+        return tp.get_backend()
+
+    assert inner() == "keops" and inner() == "keops"
+    assert tp.get_backend() == "native"
+    with pytest.raises(RuntimeError, match="boom"):
+        with tp.backend("keops"):
+            raise RuntimeError("boom")
+    assert tp.get_backend() == "native"
+
+
+def test_bad_backend_names():
+    with pytest.raises(ValueError, match=r"unknown backend 'cuda'.*'name'.*native, keops"):
+        tp.backend("cuda")
+    with pytest.raises(TypeError, match="'name' must be a str"):
+        tp.backend(None)
+    with pytest.raises(TypeError, match="'strict' must be a bool"):
+        tp.backend("keops", strict="yes")
+
+
+def test_thread_local():
+    barrier = threading.Barrier(2)
+    seen, errors = {}, []
+
+    def keops_thread():
+        try:
+            with tp.backend("keops"):
+                barrier.wait(timeout=30)
+                seen["keops"] = tp.get_backend()
+                barrier.wait(timeout=30)
+        except Exception as exc:  # noqa: BLE001
+            errors.append(exc)
+
+    def other_thread():
+        try:
+            barrier.wait(timeout=30)  # the first thread is inside its context now
+            seen["other"] = tp.get_backend()
+            with tp.backend("native"):
+                seen["other_nested"] = tp.get_backend()
+            barrier.wait(timeout=30)
+        except Exception as exc:  # noqa: BLE001
+            errors.append(exc)
+
+    threads = [threading.Thread(target=keops_thread), threading.Thread(target=other_thread)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert not errors
+    assert seen == {"keops": "keops", "other": "native", "other_nested": "native"}
+    assert tp.get_backend() == "native"
+
+
+def test_missing_pykeops_raises_with_install_hint(monkeypatch):
+    monkeypatch.setitem(sys.modules, "pykeops", None)
+    monkeypatch.setitem(sys.modules, "pykeops.torch", None)
+    with pytest.raises(ImportError, match=r"pip install torchpair\[keops\]"):
+        with tp.backend("keops"):
+            pass
+    assert tp.get_backend() == "native"
+    with tp.backend("native"):  # the native backend never needs pykeops
+        pass
+
+
+def test_metric_info_keops_field():
+    for m in tp.metrics():
+        info = tp.metric_info(m)
+        assert info["keops"] is (m in KEOPS_METRICS)
+    assert tp.metric_info("l2")["keops"] is True  # aliases resolve
+
+
+# ---------------------------------------------------------------------------------------
+# Fallback, strict mode, native-only paths
+# ---------------------------------------------------------------------------------------
+def _untranslatable(monkeypatch, metric="sqeuclidean"):
+    monkeypatch.delitem(_keops.TRANSLATIONS, metric)
+    monkeypatch.setattr(_keops, "_warned", set())
+
+
+def test_fallback_warns_once_and_matches_native(monkeypatch, sweeps):
+    _untranslatable(monkeypatch)
+    X, Y, V, _ = _data("sqeuclidean", torch.float64)
+    native = tp.lazy(X, Y, "sqeuclidean") @ V
+    with tp.backend("keops"):
+        with pytest.warns(_keops.KeOpsFallbackWarning, match="'sqeuclidean'.*no KeOps translation"):
+            out = tp.lazy(X, Y, "sqeuclidean") @ V
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            again = tp.lazy(X, Y, "sqeuclidean").sum(-1)  # once only
+            tp.chamfer(X, Y, "sqeuclidean")
+    assert sweeps["n"] == 0
+    torch.testing.assert_close(out, native, rtol=0, atol=0)
+    torch.testing.assert_close(again, tp.lazy(X, Y, "sqeuclidean").sum(-1), rtol=0, atol=0)
+
+
+def test_strict_raises(monkeypatch):
+    _untranslatable(monkeypatch)
+    X, Y, V, _ = _data("sqeuclidean", torch.float64)
+    with tp.backend("keops", strict=True):
+        for call in (lambda: tp.lazy(X, Y, "sqeuclidean") @ V, lambda: tp.lazy(X, Y, "sqeuclidean").topk(2),
+                     lambda: tp.knn(X, Y, 2, "sqeuclidean"), lambda: tp.energy_distance(X, Y, "sqeuclidean")):
+            with pytest.raises(NotImplementedError, match="strict=True.*'sqeuclidean'.*'metric'"):
+                call()
+        # a float16 input cannot run under KeOps on CPU either
+        with pytest.raises(NotImplementedError, match="float16.*'X'"):
+            tp.lazy(X.half(), Y.half(), "rbf").sum(-1)
+
+
+@pytest.mark.parametrize("metric", [m for m in NOT_TRANSLATABLE if "float32/float64" in tp.metric_info(m)["input"]])
+def test_catalog_metrics_without_translation_run_natively(metric, monkeypatch):
+    monkeypatch.setattr(_keops, "_warned", set())
+    X, Y, V, _ = _data(metric, torch.float64)
+    X, Y = X.abs() + 0.1, Y.abs() + 0.1
+    if metric == "haversine":
+        X, Y = X[:, :2], Y[:, :2]
+    native = tp.lazy(X, Y, metric) @ V
+    with tp.backend("keops"):
+        with pytest.warns(_keops.KeOpsFallbackWarning):
+            out = tp.lazy(X, Y, metric) @ V
+    torch.testing.assert_close(out, native, rtol=0, atol=0, equal_nan=True)
+    with tp.backend("keops", strict=True), pytest.raises(NotImplementedError, match=metric):
+        tp.lazy(X, Y, metric) @ V
+
+
+def test_dense_ops_stay_native(sweeps):
+    X, Y, V, _ = _data("rbf", torch.float64)
+    with tp.backend("keops", strict=True):
+        dense = tp.pairwise(X, Y, "rbf")
+        expr = tp.pairwise_expression(X, Y, "rbf", lazy=False)
+        out = expr @ V
+        lazy_dense = tp.lazy(X, Y, "rbf").to_dense()
+    assert sweeps["n"] == 0
+    torch.testing.assert_close(out, dense @ V)
+    torch.testing.assert_close(lazy_dense, dense)
+
+
+def test_edge_cases_keep_native_conventions(sweeps):
+    X, Y, V, _ = _data("euclidean", torch.float64)
+    with tp.backend("keops", strict=True):
+        empty = tp.lazy(X[:0], Y, "euclidean").sum(-1)
+        m0 = tp.lazy(X, Y[:0], "euclidean") @ V[:0]
+        Xn = X.clone()
+        Xn[2, 1] = float("nan")
+        mins = tp.lazy(Xn, Y, "euclidean").min(-1)
+        h = tp.hausdorff(X[:0], Y, "euclidean", directed=True)
+    assert sweeps["n"] == 0
+    assert empty.shape == (0,)
+    assert torch.equal(m0, torch.zeros(N, C, dtype=torch.float64))
+    assert torch.isnan(mins.values[2]) and not torch.isnan(mins.values[[0, 1, 3]]).any()
+    assert h.item() == 0.0
+
+
+def test_bad_input_same_errors_under_keops():
+    X, Y, V, _ = _data("rbf", torch.float64)
+    with tp.backend("keops"):
+        with pytest.raises(ValueError):
+            tp.lazy(X, Y, "rbf") @ V[:3]
+        with pytest.raises(ValueError, match="'k'"):
+            tp.lazy(X, Y, "rbf").topk(M + 1)
+        with pytest.raises(ValueError, match="gamma"):
+            tp.lazy(X, Y, "rbf", gamma=-1.0)
+        with pytest.raises(ValueError, match="'metric'"):
+            tp.mmd(X, Y, "euclidean")
+        with pytest.raises(ValueError, match="'metric'"):
+            tp.lazy(X, Y, "no_such_metric")
+    # inputs are never modified
+    X2, Y2, V2, _ = _data("rbf", torch.float64)
+    assert torch.equal(X, X2) and torch.equal(Y, Y2) and torch.equal(V, V2)
+
+
+# ---------------------------------------------------------------------------------------
+# Compiled and exported graphs are native, even inside the keops context
+# ---------------------------------------------------------------------------------------
+class Query(torch.nn.Module):
+    def forward(self, X, Y, V):
+        K = tp.lazy(X, Y, metric="rbf", gamma=0.2)
+        return K.matmul(V)  # the seed's example
+
+
+def _call_targets(gm):
+    return [n.target for n in gm.graph.nodes if n.op == "call_function"]
+
+
+def test_compile_and_export_inside_keops_context_are_native(sweeps):
+    X, Y, V, _ = _data("rbf", torch.float32)
+    expected = Query()(X, Y, V)
+    graphs = []
+
+    def recording_backend(gm, example_inputs):
+        graphs.append(gm)
+        return gm.forward
+
+    torch._dynamo.reset()
+    with tp.backend("keops"):
+        compiled = torch.compile(Query(), backend=recording_backend, fullgraph=True)(X, Y, V)
+        ep = torch.export.export(Query(), (X, Y, V))
+        exported = ep.module()(X, Y, V)
+    assert sweeps["n"] == 0
+    torch.testing.assert_close(compiled, expected)
+    torch.testing.assert_close(exported, expected)
+    for targets in (_call_targets(graphs[0]), _call_targets(ep.graph_module)):
+        ops = [str(t) for t in targets if "torchpair" in str(t)]
+        assert ops, f"no torchpair operator in the captured graph: {targets}"
+        others = [str(t) for t in targets if "torchpair" not in str(t)]
+        # besides torchpair operators only shape bookkeeping (dynamo records broadcast_shapes)
+        assert all("broadcast_shapes" in o for o in others), others
+        assert not any("keops" in str(t).lower() for t in targets)

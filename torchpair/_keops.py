@@ -1,0 +1,564 @@
+"""The KeOps backend: the metric -> KeOps formula table and the consumers built on it.
+
+Every entry of :data:`TRANSLATIONS` turns a catalog metric (with its parameters) into a
+:class:`Formula`: an optional torch preprocessing of both operands (normalisation, centring,
+length scales; differentiable) and a function of two pykeops ``LazyTensor`` rows ``x`` and ``y``
+giving the scalar ``K(x, y)``. Scalar parameters enter as KeOps parameters (``Pm``), so one
+compiled formula serves every value of gamma, coef0, ... ; only structural values (integer
+exponents, matern's nu) change the formula. The consumers reduce that formula with pykeops
+(Sum, LogSumExp, ArgKMin) over the operand being reduced, and pykeops differentiates it.
+
+Everything here is reached only inside ``tp.backend("keops")``; see torchpair/backends.py and
+docs/backends.md for when a call still runs natively.
+"""
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+import warnings
+from typing import Callable, Optional
+
+import torch
+
+from . import _catalog
+from . import backends as _backends
+
+
+class KeOpsFallbackWarning(UserWarning):
+    """A call inside ``tp.backend("keops")`` runs natively (its metric, parameters, dtype or
+    device cannot run under KeOps). Shown once per metric and reason."""
+
+
+# ---------------------------------------------------------------------------------------
+# The translation table (the one place that knows KeOps formulas)
+# ---------------------------------------------------------------------------------------
+@dataclasses.dataclass(frozen=True)
+class Formula:
+    #: K(x, y) from two LazyTensor rows of dimension D and the parameter LazyTensors in ``c``
+    fn: Callable
+    #: scalar parameters, passed to KeOps as parameters (one formula for every value)
+    consts: tuple = ()
+    #: torch preprocessing applied to X and to Y before KeOps (differentiable), or None
+    pre: Optional[Callable[[torch.Tensor], torch.Tensor]] = None
+
+
+def _sqdist(x, y):
+    return ((x - y) ** 2).sum(-1)
+
+
+def _sqrt0(s):
+    # sqrt with value and derivative 0 at 0 (KeOps' Rsqrt(0) is 0): the native convention
+    return s * s.rsqrt()
+
+
+def _l1(x, y):
+    return (x - y).abs().sum(-1)
+
+
+def _dot(x, y):
+    return (x * y).sum(-1)
+
+
+def _tanh(z):
+    # KeOps has no tanh: each branch is written where its exponential cannot overflow, and
+    # IfElse selects (its derivative selects too, so the unused branch never leaks inf/NaN)
+    e_neg, e_pos = (-2 * z).exp(), (2 * z).exp()
+    return z.ifelse((1 - e_neg) / (1 + e_neg), (e_pos - 1) / (e_pos + 1))
+
+
+def _int_power(v: float) -> Optional[int]:
+    return int(v) if float(v).is_integer() and 1 <= v <= 64 else None
+
+
+def _pow(base, exponent: float):
+    """base ** exponent: Pow (exact, any sign) for small integers, else Powf, with 0 at a zero
+    base (value and derivative; Powf is exp(p log b), whose derivative is NaN at 0)."""
+    n = _int_power(exponent)
+    if n == 1:
+        return base
+    if n == 2:
+        return base ** 2
+    if n is not None:
+        return base ** n
+    return (-base).ifelse(0 * base, base ** float(exponent))
+
+
+def _normalize_rows(t: torch.Tensor) -> torch.Tensor:
+    # x / |x|, a zero row stays zero (sklearn's normalize; the native cosine conventions)
+    n = torch.linalg.vector_norm(t, dim=-1, keepdim=True)
+    return t / torch.where(n > 0, n, torch.ones_like(n))
+
+
+def _center_normalize(t: torch.Tensor) -> torch.Tensor:
+    return _normalize_rows(t - t.mean(-1, keepdim=True))
+
+
+def _gamma(params, d, default=None):
+    g = params.get("gamma")
+    if g is None:
+        g = default if default is not None else (1.0 / d if d > 0 else 1.0)
+    return float(g)
+
+
+def _t_euclidean(params, d):
+    return Formula(lambda x, y, c: _sqrt0(_sqdist(x, y)))
+
+
+def _t_sqeuclidean(params, d):
+    return Formula(lambda x, y, c: _sqdist(x, y))
+
+
+def _t_rbf(params, d):
+    return Formula(lambda x, y, c: (-c[0] * _sqdist(x, y)).exp(), (_gamma(params, d),))
+
+
+def _t_cityblock(params, d):
+    return Formula(lambda x, y, c: _l1(x, y))
+
+
+def _t_chebyshev(params, d):
+    return Formula(lambda x, y, c: (x - y).abs().max(-1))
+
+
+def _t_minkowski(params, d):
+    if params.get("w") is not None:
+        return "minkowski with weights 'w' has no KeOps translation"
+    p = float(params.get("p", 2.0))
+    if math.isinf(p):
+        return _t_chebyshev(params, d)
+    if p == 1:
+        return _t_cityblock(params, d)
+    if p == 2:
+        return _t_euclidean(params, d)
+
+    def fn(x, y, c):
+        s = _pow((x - y).abs(), p).sum(-1)
+        return (-s).ifelse(0 * s, s ** (1.0 / p))  # derivative 0 at distance 0
+
+    return Formula(fn)
+
+
+def _t_cosine(params, d):
+    # max(1 - x^.y^, 0); a zero-norm row is at distance 1 from everything (sklearn)
+    return Formula(lambda x, y, c: (1 - _dot(x, y)).relu(), pre=_normalize_rows)
+
+
+def _t_correlation(params, d):
+    return Formula(lambda x, y, c: (1 - _dot(x, y)).relu(), pre=_center_normalize)
+
+
+def _t_linear(params, d):
+    return Formula(lambda x, y, c: _dot(x, y))
+
+
+def _t_polynomial(params, d):
+    degree = float(params.get("degree", 3.0))
+    consts = (_gamma(params, d), float(params.get("coef0", 1.0)))
+    if _int_power(degree) is not None:
+        return Formula(lambda x, y, c: (c[0] * _dot(x, y) + c[1]) ** _int_power(degree), consts)
+    # a fractional power of a negative base is NaN, as numpy's float power
+    return Formula(lambda x, y, c: (c[0] * _dot(x, y) + c[1]) ** degree, consts)
+
+
+def _t_sigmoid(params, d):
+    consts = (_gamma(params, d), float(params.get("coef0", 1.0)))
+    return Formula(lambda x, y, c: _tanh(c[0] * _dot(x, y) + c[1]), consts)
+
+
+def _t_cosine_similarity(params, d):
+    return Formula(lambda x, y, c: _dot(x, y), pre=_normalize_rows)
+
+
+def _t_laplacian(params, d):
+    return Formula(lambda x, y, c: (-c[0] * _l1(x, y)).exp(), (_gamma(params, d),))
+
+
+def _chi2_sum(x, y):
+    # sum_k (x_k - y_k)^2 / (x_k + y_k), a term with x_k + y_k = 0 is 0 (sklearn)
+    s = x + y
+    return (-s).ifelse(0 * s, (x - y) ** 2 / s).sum(-1)
+
+
+def _t_chi2(params, d):
+    return Formula(lambda x, y, c: (-c[0] * _chi2_sum(x, y)).exp(), (_gamma(params, d, default=1.0),))
+
+
+def _t_additive_chi2(params, d):
+    return Formula(lambda x, y, c: -_chi2_sum(x, y))
+
+
+def _scale_by(params):
+    ls = params.get("length_scales")
+    if ls is None:
+        ls = float(params.get("length_scale", 1.0))
+    return lambda t: t / ls
+
+
+_SQRT3, _SQRT5 = math.sqrt(3.0), math.sqrt(5.0)
+
+
+def _t_matern(params, d):
+    nu = float(params.get("nu", 1.5))
+    pre = _scale_by(params)
+    if nu == 0.5:
+        return Formula(lambda x, y, c: (-_sqrt0(_sqdist(x, y))).exp(), pre=pre)
+    if nu == 1.5:
+        def fn(x, y, c):
+            r = c[0] * _sqrt0(_sqdist(x, y))
+            return (1 + r) * (-r).exp()
+        return Formula(fn, (_SQRT3,), pre=pre)
+    if nu == 2.5:
+        def fn(x, y, c):
+            d2 = _sqdist(x, y)
+            r = c[0] * _sqrt0(d2)
+            return (1 + r + c[1] * d2) * (-r).exp()
+        return Formula(fn, (_SQRT5, 5.0 / 3.0), pre=pre)
+    if math.isinf(nu):
+        return Formula(lambda x, y, c: (-0.5 * _sqdist(x, y)).exp(), pre=pre)
+    return f"matern with nu={nu} has no KeOps translation"
+
+
+def _t_rational_quadratic(params, d):
+    alpha = float(params.get("alpha", 1.0))
+    pre = _scale_by(params)
+    # (1 + d^2 / (2 alpha))^(-alpha) on rows scaled by the length scale; base >= 1
+    return Formula(lambda x, y, c: (1 + c[0] * _sqdist(x, y)) ** (-alpha), (1.0 / (2.0 * alpha),), pre=pre)
+
+
+#: metric (canonical catalog name) -> translate(params, n_features) -> Formula, or a str
+#: saying why these parameters have no translation. Metrics missing here run natively.
+TRANSLATIONS: dict[str, Callable] = {
+    "euclidean": _t_euclidean,
+    "sqeuclidean": _t_sqeuclidean,
+    "rbf": _t_rbf,
+    "cityblock": _t_cityblock,
+    "chebyshev": _t_chebyshev,
+    "minkowski": _t_minkowski,
+    "cosine": _t_cosine,
+    "correlation": _t_correlation,
+    "linear": _t_linear,
+    "polynomial": _t_polynomial,
+    "sigmoid": _t_sigmoid,
+    "cosine_similarity": _t_cosine_similarity,
+    "laplacian": _t_laplacian,
+    "chi2": _t_chi2,
+    "additive_chi2": _t_additive_chi2,
+    "matern": _t_matern,
+    "rational_quadratic": _t_rational_quadratic,
+}
+
+#: metrics whose inputs must be non-negative (checked here as the native operator does)
+_NON_NEGATIVE = ("chi2", "additive_chi2")
+
+
+def keops_metrics() -> list[str]:
+    """Canonical names of the metrics with a KeOps translation (present in the catalog or not)."""
+    return list(TRANSLATIONS)
+
+
+# ---------------------------------------------------------------------------------------
+# When to use KeOps
+# ---------------------------------------------------------------------------------------
+def requested() -> bool:
+    """True inside tp.backend("keops") in eager mode. Compiling/exporting is checked first,
+    so dynamo never traces the thread-local state."""
+    if torch.compiler.is_compiling():
+        return False
+    return _backends.get_backend() == "keops"
+
+
+def _tracing(tensors) -> bool:
+    is_exporting = getattr(torch.compiler, "is_exporting", None)
+    if is_exporting is not None and is_exporting():
+        return True
+    if torch.fx._symbolic_trace.is_fx_symbolic_tracing():
+        return True
+    from torch.utils._python_dispatch import _get_current_dispatch_mode
+
+    if _get_current_dispatch_mode() is not None:
+        return True
+    # fake, functional, proxy and other subclass tensors belong to tracers
+    return any(t is not None and type(t) not in (torch.Tensor, torch.nn.Parameter) for t in tensors)
+
+
+_warned: set = set()
+
+
+def _decline(reason: str, strict: bool):
+    if strict:
+        raise NotImplementedError(f"torchpair.backend('keops', strict=True): {reason}")
+    if reason not in _warned:
+        _warned.add(reason)
+        warnings.warn(f"torchpair: {reason}; running it with the native backend (shown once)", KeOpsFallbackWarning,
+                      stacklevel=4)
+    return None
+
+
+@functools.lru_cache(maxsize=None)
+def _canonical(metric: str) -> str:
+    return _catalog.metric_info(metric)["name"]
+
+
+def _meta(t):
+    return None if t is None else torch.empty(t.shape, dtype=t.dtype, device="meta")
+
+
+def _meta_params(params):
+    return {k: _meta(v) if isinstance(v, torch.Tensor) else v for k, v in params.items()}
+
+
+@dataclasses.dataclass
+class _Plan:
+    formula: Formula
+    X: torch.Tensor
+    Y: torch.Tensor  # X itself for Y=None
+
+
+def _plan(X, Y, metric, params, others=(), selection=False) -> Optional[_Plan]:
+    """The KeOps plan of one call, or None to run natively. Arguments are already validated
+    (by the native operator on meta tensors)."""
+    _, strict = _backends._current()
+    tensors = (X, Y, *others, *(v for v in params.values() if isinstance(v, torch.Tensor)))
+    if _tracing(tensors):
+        return None
+    name = _canonical(metric)
+    entry = TRANSLATIONS.get(name)
+    if entry is None:
+        return _decline(f"metric {name!r} (argument 'metric') has no KeOps translation", strict)
+    formula = entry(params, X.shape[-1])
+    if isinstance(formula, str):
+        return _decline(formula, strict)
+    if X.dtype not in (torch.float32, torch.float64):
+        return _decline(f"dtype {X.dtype} (argument 'X') is not run by the KeOps backend (float32/float64 only)",
+                        strict)
+    if X.device.type not in ("cpu", "cuda"):
+        return _decline(f"device {X.device} (argument 'X') is not run by the KeOps backend (cpu/cuda only)", strict)
+    if torch.is_autocast_enabled(X.device.type):
+        return None
+    Yv = X if Y is None else Y
+    # empty sets and D = 0 keep the native conventions (KeOps needs non-empty operands)
+    if X.numel() == 0 or Yv.numel() == 0 or any(t.numel() == 0 for t in others if t is not None):
+        return None
+    if selection and not (torch.isfinite(X).all() and torch.isfinite(Yv).all()):
+        return None  # NaN ranking (torch.topk / torch.min conventions) is native
+    if name in _NON_NEGATIVE and ((X < 0).any() or (Yv < 0).any()):
+        which = "x" if (X < 0).any() else "y"
+        raise ValueError(f"torchpair: metric {name!r} needs non-negative features, argument {which!r} has a "
+                         "negative value")
+    tensor_params = {k: v for k, v in params.items() if isinstance(v, torch.Tensor)}
+    if tensor_params:
+        # the native operator checks tensor parameter values (shape, sign, finiteness) on one pair
+        with torch.no_grad():
+            torch.ops.torchpair.pairwise(X.detach()[..., :1, :], Yv.detach()[..., :1, :], metric,
+                                         **{k: (v.detach() if isinstance(v, torch.Tensor) else v)
+                                            for k, v in params.items()})
+    return _Plan(formula, X, Yv)
+
+
+# ---------------------------------------------------------------------------------------
+# pykeops plumbing
+# ---------------------------------------------------------------------------------------
+def _LazyTensor():
+    from pykeops.torch import LazyTensor
+
+    return LazyTensor
+
+
+def _flat(t: torch.Tensor, batch, rows: int) -> torch.Tensor:
+    """[..., rows, F] broadcast to ``batch`` and flattened to [B, rows, F] (contiguous)."""
+    t = t.expand(*batch, rows, t.shape[-1])
+    return t.reshape(-1, rows, t.shape[-1]).contiguous()
+
+
+class _Sweep:
+    """K between the rows operand (KeOps i) and the reduced operand (KeOps j), batch flattened."""
+
+    def __init__(self, plan: _Plan, over: str, batch, V: Optional[torch.Tensor] = None):
+        LT = _LazyTensor()
+        f = plan.formula
+        X = plan.X if f.pre is None else f.pre(plan.X)
+        Y = X if (plan.Y is plan.X) else (plan.Y if f.pre is None else f.pre(plan.Y))
+        rows, cols = (X, Y) if over == "y" else (Y, X)
+        self.batch = torch.Size(batch)
+        self.n, self.m = rows.shape[-2], cols.shape[-2]
+        self.rows = _flat(rows, batch, self.n)
+        self.cols = _flat(cols, batch, self.m)
+        self.B = self.rows.shape[0]
+        self.dtype, self.device = self.rows.dtype, self.rows.device
+        self.formula, self.over = f, over
+        ri = LT(self.rows[:, :, None, :])
+        cj = LT(self.cols[:, None, :, :])
+        self.K = self.apply(ri, cj)
+        self.V = None if V is None else LT(_flat(V, batch, self.m)[:, None, :, :])
+
+    def const(self, value: float):
+        return _LazyTensor()(torch.full((self.B, 1, 1, 1), float(value), dtype=self.dtype, device=self.device))
+
+    def apply(self, r, c):
+        consts = [self.const(v) for v in self.formula.consts]
+        return self.formula.fn(r, c, consts) if self.over == "y" else self.formula.fn(c, r, consts)
+
+    def paired(self, idx: torch.Tensor) -> torch.Tensor:
+        """K(rows_b,i, cols_b,idx[b,i,k]) -> [B, n, k], differentiable (through pykeops)."""
+        LT = _LazyTensor()
+        B, n, k = idx.shape
+        d = self.rows.shape[-1]
+        r = self.rows[:, :, None, :].expand(B, n, k, d).reshape(B, n * k, 1, d)
+        c = torch.gather(self.cols, 1, idx.reshape(B, n * k, 1).expand(B, n * k, d)).reshape(B, n * k, 1, d)
+        one = LT(torch.ones((B, 1, 1, 1), dtype=self.dtype, device=self.device))
+        # a one-column reduction evaluates the formula on the matched rows (both KeOps "i")
+        return (self.apply(LT(r), LT(c)) * one).sum(2).reshape(B, n, k)
+
+
+def _over(dim: int, transposed: bool) -> str:
+    """The operand reduced by a consumer over ``dim`` (-1 or -2) of the presented expression."""
+    return "y" if (dim == -1) != transposed else "x"
+
+
+def _batch(*tensors):
+    return torch.broadcast_shapes(*(t.shape[:-2] for t in tensors if t is not None))
+
+
+# ---------------------------------------------------------------------------------------
+# Consumers (called by torchpair/lazy.py and torchpair/sets.py; None means "run natively")
+# ---------------------------------------------------------------------------------------
+def matmul(e, V):
+    out = torch.ops.torchpair.lazy_matmul(_meta(e.X), _meta(e.Y), _meta(V), e.metric, e.transposed,
+                                          **_meta_params(e.params))
+    plan = _plan(e.X, e.Y, e.metric, e.params, (V,))
+    if plan is None:
+        return None
+    over = _over(-1, e.transposed)
+    V2 = V[:, None] if V.dim() == 1 else V
+    s = _Sweep(plan, over, _batch(plan.X, plan.Y, V2), V2)
+    return (s.K * s.V).sum(2).reshape(out.shape)
+
+
+def reduce(e, reduction, dim):
+    out = torch.ops.torchpair.lazy_reduce(_meta(e.X), _meta(e.Y), e.metric, reduction, dim, e.transposed,
+                                          **_meta_params(e.params))
+    plan = _plan(e.X, e.Y, e.metric, e.params)
+    if plan is None:
+        return None
+    s = _Sweep(plan, _over(-1 if dim is None else dim, e.transposed), _batch(plan.X, plan.Y))
+    if reduction == "logsumexp":
+        r = s.K.logsumexp(2).squeeze(-1)
+        r = torch.logsumexp(r, -1) if dim is None else r
+    else:
+        r = s.K.sum(2).squeeze(-1)
+        if dim is None:
+            r = r.sum(-1)
+        if reduction == "mean":
+            r = r / (s.m * (s.n if dim is None else 1))
+    return r.reshape(out.shape)
+
+
+def topk(e, k, dim, largest, nan):
+    """[..., rows, k] values and indices (lazy.py moves k where ``dim`` was)."""
+    v, i = torch.ops.torchpair.lazy_topk(_meta(e.X), _meta(e.Y), e.metric, k, dim, largest, True, e.transposed,
+                                         nan, **_meta_params(e.params))
+    if k == 0:
+        return None
+    plan = _plan(e.X, e.Y, e.metric, e.params, selection=True)
+    if plan is None:
+        return None
+    s = _Sweep(plan, _over(dim, e.transposed), _batch(plan.X, plan.Y))
+    idx = (-s.K if largest else s.K).argKmin(k, dim=2).long()  # best first; ties: lowest index
+    return s.paired(idx).reshape(v.shape), idx.reshape(i.shape)
+
+
+def softmax_matmul(e, V, dim):
+    out = torch.ops.torchpair.lazy_softmax_matmul(_meta(e.X), _meta(e.Y), _meta(V), e.metric, dim, e.transposed,
+                                                  **_meta_params(e.params))
+    plan = _plan(e.X, e.Y, e.metric, e.params, (V,))
+    if plan is None:
+        return None
+    V2 = V[:, None] if V.dim() == 1 else V
+    s = _Sweep(plan, _over(dim, e.transposed), _batch(plan.X, plan.Y, V2), V2)
+    lse = s.K.logsumexp(2)  # [B, n, 1]
+    L = _LazyTensor()(lse[:, :, None, :])
+    return ((s.K - L).exp() * s.V).sum(2).reshape(out.shape)
+
+
+# ---- set-level functions: the native compositions (csrc/ops/sets.cpp) on KeOps consumers --
+def _lazy(X, Y, metric, params):
+    from .lazy import LazyPairwise
+
+    return LazyPairwise(X, Y, metric, params)
+
+
+def _translatable(X, Y, metric, params) -> bool:
+    return _plan(X, Y, metric, params) is not None
+
+
+def _nearest(e, dim):
+    r = topk(e, 1, dim, False, "propagate")
+    if r is None:
+        return None
+    return r[0].squeeze(-1)
+
+
+def knn(X, Y, k, metric, params):
+    torch.ops.torchpair.knn(_meta(X), _meta(Y), k, metric, **_meta_params(params))
+    if k == 0:
+        return None
+    e = _lazy(X, Y, metric, params)
+    largest = _catalog.metric_info(metric)["kind"] == "similarity"
+    return topk(e, k, -1, largest, "largest")
+
+
+def hausdorff(X, Y, metric, directed, params):
+    torch.ops.torchpair.hausdorff(_meta(X), _meta(Y), metric, directed, **_meta_params(params))
+    if not _translatable(X, Y, metric, params) or not (torch.isfinite(X).all() and torch.isfinite(Y).all()):
+        return None
+    e = _lazy(X, Y, metric, params)
+    forward = _nearest(e, -1).amax(-1)
+    if directed:
+        return forward
+    return torch.maximum(forward, _nearest(e, -2).amax(-1))
+
+
+def chamfer(X, Y, metric, reduction, params):
+    torch.ops.torchpair.chamfer(_meta(X), _meta(Y), metric, reduction, **_meta_params(params))
+    if not _translatable(X, Y, metric, params) or not (torch.isfinite(X).all() and torch.isfinite(Y).all()):
+        return None
+    e = _lazy(X, Y, metric, params)
+    a, b = _nearest(e, -1), _nearest(e, -2)
+    return a.mean(-1) + b.mean(-1) if reduction == "mean" else a.sum(-1) + b.sum(-1)
+
+
+def _self_values(X, metric, params):
+    """K(x_i, x_i) [..., N] through KeOps."""
+    plan = _plan(X, None, metric, params)
+    s = _Sweep(plan, "y", X.shape[:-2])
+    idx = torch.arange(s.n, device=X.device).view(1, s.n, 1).expand(s.B, s.n, 1)
+    return s.paired(idx).reshape(*X.shape[:-2], s.n)
+
+
+def mmd(X, Y, metric, unbiased, params):
+    torch.ops.torchpair.mmd(_meta(X), _meta(Y), metric, unbiased, **_meta_params(params))
+    if not _translatable(X, Y, metric, params):
+        return None
+    kxy = reduce(_lazy(X, Y, metric, params), "mean", None)
+    if not unbiased:
+        return (reduce(_lazy(X, None, metric, params), "mean", None) +
+                reduce(_lazy(Y, None, metric, params), "mean", None) - 2 * kxy)
+
+    def within(S):
+        n = S.shape[-2]
+        total = reduce(_lazy(S, None, metric, params), "sum", None)
+        return (total - _self_values(S, metric, params).sum(-1)) / (n * (n - 1))
+
+    return within(X) + within(Y) - 2 * kxy
+
+
+def energy_distance(X, Y, metric, params):
+    torch.ops.torchpair.energy_distance(_meta(X), _meta(Y), metric, **_meta_params(params))
+    if not _translatable(X, Y, metric, params):
+        return None
+    e2 = (2 * reduce(_lazy(X, Y, metric, params), "mean", None) -
+          reduce(_lazy(X, None, metric, params), "mean", None) -
+          reduce(_lazy(Y, None, metric, params), "mean", None))
+    positive = e2 > 0
+    return torch.where(positive, torch.sqrt(torch.where(positive, e2, torch.ones_like(e2))), torch.zeros_like(e2))
