@@ -2,7 +2,7 @@
 (torch._inductor.aoti_compile_and_package) once per session, and run
   - from Python (torch._inductor.aoti_load_package),
   - from a C++ program (torch::inductor::AOTIModelPackageLoader, tests/cpp/aoti_run.cpp) that
-    loads libtorchpair.so, with dynamic N and M,
+    loads libtorchpair.so (dlopen, or linked: aoti_run_linked), with dynamic N and M,
   - from the same C++ program WITHOUT the native library: a clear error naming the missing
     operator, never a crash or a wrong answer.
 (torch.export.save -> torch.export.load in a fresh process: test_compile_export.py.)
@@ -67,6 +67,13 @@ def test_aoti_package_runs_from_cpp_with_the_native_library(package):
     exe = build() / "aoti_run"
     r = run([exe, path, data_path, tp.library_path], timeout=300)
     assert r.returncode == 0 and r.stdout.startswith("OK shape [23, 3]"), r.stdout + r.stderr
+
+
+def test_aoti_package_runs_from_cpp_linked_with_torchpair(package):
+    path, data_path = package
+    r = run([build() / "aoti_run_linked", path, data_path], timeout=300)
+    assert r.returncode == 0 and r.stdout.startswith("OK shape [23, 3]"), r.stdout + r.stderr
+    assert "linked with torchpair" in r.stderr
 
 
 def test_aoti_package_without_the_native_library_fails_clearly(package):
