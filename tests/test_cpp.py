@@ -20,7 +20,7 @@ import torchpair as tp
 
 from _cppbuild import BUILD, ROOT, build, run as _run
 
-CASES = ["seed", "consumers", "params_and_batches", "sets", "gradients", "bad_input"]
+CASES = ["seed", "consumers", "params_and_batches", "sets", "gradients", "autocast", "bad_input"]
 
 
 # ---- reference tensors -------------------------------------------------------------------
@@ -128,6 +128,14 @@ def references() -> dict[str, torch.Tensor]:
     python["grad_softmax_x"], = grads(lambda x: tp.lazy(x, Y, "rbf", gamma=0.5).softmax_matmul(V).sum(), X)
     oracle["grad_topk_x"], = grads(lambda x: torch.topk(_rbf(x, Y, 0.5), 3, largest=False).values.sum(), X)
     python["grad_topk_x"], = grads(lambda x: tp.lazy(x, Y, "rbf", gamma=0.5).topk(3, largest=False).values.sum(), X)
+
+    # autocast: bfloat16 inputs (values exactly representable) run in float32
+    Xh, Yh, Vh = (t.float().bfloat16().float() for t in (X, Y, V))
+    refs.update({"in/Xh": Xh, "in/Yh": Yh, "in/Vh": Vh})
+    oracle["autocast_seed"], oracle["autocast_sum"] = _rbf(Xh, Yh, 0.2) @ Vh, _rbf(Xh, Yh, 0.2).sum(-1)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        Lh = tp.lazy(Xh.bfloat16(), Yh.bfloat16(), "rbf", gamma=0.2)
+        python["autocast_seed"], python["autocast_sum"] = Lh.matmul(Vh.bfloat16()), Lh.sum(-1)
 
     assert oracle.keys() == python.keys()
     refs.update({f"oracle/{k}": v for k, v in oracle.items()})

@@ -6,7 +6,9 @@
 // "expected". With a third argument the program dlopen()s the torchpair native library
 // first, which registers the torchpair operators with the dispatcher; without it the package
 // cannot run, and the program prints the loader's error (which names the missing operator).
-// This program does not link libtorchpair.so: it links LibTorch only.
+// Built as aoti_run it does not link libtorchpair.so (LibTorch only). Built as aoti_run_linked
+// (TORCHPAIR_LINKED) it links torchpair::torchpair and uses a tp:: symbol, so the library
+// (and its operator registrations) is loaded at start-up on any linker.
 #include <ATen/ATen.h>
 #include <c10/util/Exception.h>
 #include <dlfcn.h>
@@ -20,11 +22,18 @@
 #include <string>
 #include <vector>
 
+#ifdef TORCHPAIR_LINKED
+#include <torchpair/torchpair.h>
+#endif
+
 int main(int argc, char** argv) {
   if (argc < 3) {
     std::cerr << "usage: " << argv[0] << " <package.pt2> <data.pt> [<libtorchpair.so>]\n";
     return 2;
   }
+#ifdef TORCHPAIR_LINKED
+  std::cerr << "aoti_run: linked with torchpair (built against torch " << tp::built_torch_version() << ")\n";
+#endif
   if (argc > 3) {
     if (dlopen(argv[3], RTLD_NOW | RTLD_GLOBAL) == nullptr) {
       std::cerr << "aoti_run: cannot load " << argv[3] << ": " << dlerror() << "\n";

@@ -9,6 +9,7 @@
 // and a result without its two references is a failure, so no case can pass by omission.
 // Plain executable (no test framework to install): exit 0 when every case passes.
 #include <ATen/ATen.h>
+#include <ATen/autocast_mode.h>
 #include <c10/util/Exception.h>
 #include <torch/csrc/autograd/autograd.h>
 #include <torch/csrc/jit/serialization/pickle.h>
@@ -60,7 +61,7 @@ const at::Tensor& get(const Refs& refs, const std::string& key) {
 
 // Compares one C++ result with the oracle (tolerance) and with the Python API's result
 // (same operators, so equal up to rounding). Integer results must be equal.
-void compare(const Refs& refs, const std::string& name, const at::Tensor& cpp) {
+void compare(const Refs& refs, const std::string& name, const at::Tensor& cpp, double oracle_tol = 1e-9) {
   for (const char* source : {"oracle/", "python/"}) {
     const at::Tensor& ref = get(refs, source + name);
     CHECK_THAT(cpp.sizes() == ref.sizes(), name << ": shape " << cpp.sizes() << " != " << source << " " << ref.sizes());
@@ -70,7 +71,7 @@ void compare(const Refs& refs, const std::string& name, const at::Tensor& cpp) {
       CHECK_THAT(at::equal(cpp, ref), name << ": indices differ from " << source << "\n" << cpp << "\n" << ref);
     } else {
       const bool python = std::string(source) == "python/";
-      const double rtol = python ? 1e-12 : 1e-9, atol = python ? 1e-12 : 1e-9;
+      const double rtol = python ? 1e-12 : oracle_tol, atol = rtol;
       const bool ok = at::allclose(cpp, ref, rtol, atol, /*equal_nan=*/true);
       CHECK_THAT(ok, name << ": differs from " << source << " by " << (cpp - ref).abs().max().item<double>());
     }
@@ -201,6 +202,30 @@ void gradients(const Refs& r) {
   compare(r, "grad_topk_x", torch::autograd::grad({std::get<0>(K.topk(3, -1, false)).sum()}, {X})[0]);
 }
 
+// Under CPU autocast, bfloat16 inputs run in float32 (the operators' autocast kernels), as
+// in Python.
+void autocast(const Refs& r) {
+  const at::Tensor X = get(r, "in/Xh").to(at::kBFloat16), Y = get(r, "in/Yh").to(at::kBFloat16);
+  const at::Tensor V = get(r, "in/Vh").to(at::kBFloat16);
+  tp::PairwiseOperationOptions options;
+  options.comparison.gamma = 0.2;
+  at::autocast::set_autocast_dtype(at::kCPU, at::kBFloat16);
+  at::autocast::set_autocast_enabled(at::kCPU, true);
+  at::Tensor out, sum;
+  try {
+    out = tp::pairwise_expression(X, Y, "rbf", true, options).matmul(V);
+    sum = tp::pairwise_expression(X, Y, "rbf", true, options).sum(-1);
+  } catch (...) {
+    at::autocast::set_autocast_enabled(at::kCPU, false);
+    throw;
+  }
+  at::autocast::set_autocast_enabled(at::kCPU, false);
+  at::autocast::clear_cache();
+  CHECK_THAT(out.scalar_type() == at::kFloat, "autocast result dtype " << out.scalar_type());
+  compare(r, "autocast_seed", out, 1e-5);
+  compare(r, "autocast_sum", sum, 1e-5);
+}
+
 // Bad input raises c10::Error (ValueError where Python raises ValueError) naming the argument,
 // and never modifies the inputs.
 void bad_input(const Refs& r) {
@@ -232,7 +257,8 @@ void bad_input(const Refs& r) {
 const std::map<std::string, std::function<void(const Refs&)>>& cases() {
   static const std::map<std::string, std::function<void(const Refs&)>> c{
       {"seed", seed},   {"consumers", consumers}, {"params_and_batches", params_and_batches},
-      {"sets", sets},   {"gradients", gradients}, {"bad_input", bad_input},
+      {"sets", sets},   {"gradients", gradients}, {"autocast", autocast},
+      {"bad_input", bad_input},
   };
   return c;
 }
