@@ -46,15 +46,33 @@ struct Plan {
   int64_t per = 0;
 };
 
-Plan plan_units(const Side& X, int64_t B, GroupKernel kind) {
+// The longest pattern a group kernel takes.
+int64_t group_max_length(GroupKernel kind) {
+  switch (kind) {
+    case GroupKernel::none:
+      return -1;
+    case GroupKernel::jaro:
+      return 64;
+    default:
+      return kMaxGroupWords * 64;
+  }
+}
+
+Plan plan_units(const Side& X, int64_t B, GroupKernel kind, bool by_length = true) {
   Plan plan;
   plan.per_batch.resize(B);
+  const int64_t max_len = group_max_length(kind);
+  std::vector<int64_t> rows(X.rows);
   for (int64_t b = 0; b < B; ++b) {
     Units& u = plan.per_batch[b];
     std::vector<int64_t> longs;
     int64_t open = -1;
-    for (int64_t i = 0; i < X.rows; ++i) {
-      const bool short_row = kind != GroupKernel::none && X.length(b, i) <= 64;
+    // Rows by length, so that a group's lanes need about the same number of words.
+    for (int64_t i = 0; i < X.rows; ++i) rows[i] = i;
+    if (max_len > 64 && by_length)
+      std::stable_sort(rows.begin(), rows.end(), [&](int64_t r, int64_t q) { return X.length(b, r) < X.length(b, q); });
+    for (int64_t i : rows) {
+      const bool short_row = X.length(b, i) <= max_len;
       if (!short_row) {
         longs.push_back(i);
         continue;
@@ -87,17 +105,19 @@ class UnitEvaluator {
   int prepare(int64_t b, const int64_t* rows, int64_t count) {
     const int64_t key = b * X_.rows + rows[0];
     lanes_ = int(count);
-    group_ = kind_ != GroupKernel::none && X_.length(b, rows[0]) <= 64;
+    group_ = X_.length(b, rows[0]) <= group_max_length(kind_);
     for (int l = 0; l < lanes_; ++l) {
       s1_[l] = X_.row(b, rows[l]);
       m_[l] = X_.length(b, rows[l]);
     }
     if (key == built_) return lanes_;
     built_ = key;
-    if (group_)
+    if (group_) {
       gm_.build(s1_, m_, lanes_);
-    else if (p_.uses_pattern())
+      info_.set(m_, lanes_, gm_.words());
+    } else if (p_.uses_pattern()) {
       pm_.build(s1_[0], m_[0]);
+    }
     return lanes_;
   }
 
@@ -126,7 +146,7 @@ class UnitEvaluator {
       int64_t d[kLanes];
       for (int64_t j = c0; j < c1; ++j) {
         const int64_t n = Y_.length(b, j);
-        group_distances(p_, kind_, gm_, m_, lanes_, Y_.row(b, j), n, d);
+        group_distances(p_, kind_, gm_, info_, Y_.row(b, j), n, d);
         for (int l = 0; l < lanes_; ++l) {
           if constexpr (std::is_same_v<V, double>) {
             const int64_t mx = maximum(p_, m_[l], n);
@@ -156,6 +176,7 @@ class UnitEvaluator {
   const int64_t* s1_[kLanes] = {};
   int64_t m_[kLanes] = {};
   GroupMatch gm_;
+  GroupInfo info_;
   PatternMatch pm_;
   Scratch sc_;
 };
@@ -190,7 +211,8 @@ void pdist_impl(const Side& X, int64_t B, const Params& p, V* out) {
   const int64_t N = X.rows;
   const int64_t P = N * (N - 1) / 2;
   if (B * P == 0) return;
-  const Plan plan = plan_units(X, B, group_kernel(p));
+  const Plan plan = plan_units(X, B, group_kernel(p), /*by_length=*/false);
+  // Rows in index order: a group's lanes then start their columns close together.
   // Tasks: (batch, unit, block of columns after the unit's first row), enumerated once.
   std::vector<int64_t> tb, tu, tc;
   for (int64_t b = 0; b < B; ++b) {
