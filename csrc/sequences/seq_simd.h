@@ -326,5 +326,149 @@ inline void group_jaro(const Params& p, const GroupMatch& gm, const int64_t* con
   }
 }
 
+// ---- Narrow lanes: patterns of at most 16 (int16) or 32 (int32) tokens -----------------
+// Two (four) times the patterns per vector for short sequences; single-word recurrences.
+constexpr int kMaxLanes = at::vec::Vectorized<int16_t>::size();
+
+template <typename Lane>
+class NarrowGroup {
+ public:
+  using Vec = at::vec::Vectorized<Lane>;
+  static constexpr int lanes_max = Vec::size();
+  static constexpr int64_t bits = 8 * sizeof(Lane);
+
+  void build(const int64_t* const* rows, const int64_t* lens, int lanes) {
+    clear();
+    lanes_ = lanes;
+    int64_t total = 0;
+    for (int l = 0; l < lanes_max; ++l) {
+      rows_[l] = l < lanes ? rows[l] : nullptr;
+      lens_[l] = l < lanes ? lens[l] : 0;
+      last_[l] = (l < lanes && lens[l] > 0) ? Lane(uint64_t(1) << (lens[l] - 1)) : Lane(0);
+      lenv_[l] = Lane(lens_[l]);
+      total += lens_[l];
+    }
+    if (ascii_.empty()) ascii_.assign(256 * lanes_max, 0);
+    if (zeros_.empty()) zeros_.assign(lanes_max, 0);
+    int64_t cap = 16;
+    while (cap < 2 * total) cap <<= 1;
+    cap_ = cap;
+    shift_ = 64 - __builtin_ctzll(uint64_t(cap));
+    if (int64_t(used_.size()) < cap) {
+      used_.assign(cap, 0);
+      keys_.assign(cap, 0);
+      vals_.assign(cap * lanes_max, 0);
+    }
+    for (int l = 0; l < lanes; ++l)
+      for (int64_t i = 0; i < lens[l]; ++i) slot_for_insert(rows[l][i])[l] |= Lane(uint64_t(1) << i);
+  }
+  const Lane* get(int64_t ch) const {
+    if (uint64_t(ch) < 256) return &ascii_[ch * lanes_max];
+    int64_t i = int64_t((uint64_t(ch) * 0x9E3779B97F4A7C15ull) >> shift_);
+    while (used_[i]) {
+      if (keys_[i] == ch) return &vals_[i * lanes_max];
+      i = (i + 1) & (cap_ - 1);
+    }
+    return zeros_.data();
+  }
+
+  // Raw distances against the text t[0, n) (n < 2^(bits-1) - bits for the counters).
+  void distances(const Params& p, GroupKernel kind, const int64_t* t, int64_t n, int64_t* out) const {
+    alignas(64) Lane buf[lanes_max];
+    const Vec zero(0), one(1), ones(Lane(-1));
+    if (kind == GroupKernel::lcs) {
+      Vec s = ones;
+      for (int64_t j = 0; j < n; ++j) {
+        const Vec u = s & Vec::loadu(get(t[j]));
+        s = (s + u) | (s - u);
+      }
+      s.store(buf);
+      for (int l = 0; l < lanes_; ++l) {
+        const int64_t m = lens_[l];
+        const uint64_t mask = (uint64_t(1) << m) - 1;  // m <= 32
+        const int64_t lcs = popcount(~uint64_t(std::make_unsigned_t<Lane>(buf[l])) & mask);
+        switch (p.metric) {
+          case Metric::lcs:
+            out[l] = std::max(m, n) - lcs;
+            break;
+          case Metric::indel:
+            out[l] = m + n - 2 * lcs;
+            break;
+          default:
+            out[l] = (m + n - 2 * lcs) * p.ins;
+        }
+      }
+      return;
+    }
+    const Vec last = Vec::loadu(last_);
+    Vec vp = ones, vn = zero, dist = Vec::loadu(lenv_);
+    if (kind == GroupKernel::levenshtein) {
+      for (int64_t j = 0; j < n; ++j) {
+        const Vec pm = Vec::loadu(get(t[j]));
+        const Vec x = pm | vn;
+        const Vec d0 = (((x & vp) + vp) ^ vp) | x;
+        Vec hp = vn | ~(d0 | vp);
+        Vec hn = vp & d0;
+        dist = dist - ((hp & last) != zero) + ((hn & last) != zero);
+        hp = (hp << one) | one;
+        hn = hn << one;
+        vp = hn | ~(d0 | hp);
+        vn = hp & d0;
+      }
+    } else {
+      Vec d0 = zero, pm_old = zero;
+      for (int64_t j = 0; j < n; ++j) {
+        const Vec pm = Vec::loadu(get(t[j]));
+        const Vec tr = ((((~d0) & pm) << one) & pm_old);
+        d0 = (((pm & vp) + vp) ^ vp) | pm | vn | tr;
+        Vec hp = vn | ~(d0 | vp);
+        Vec hn = d0 & vp;
+        dist = dist - ((hp & last) != zero) + ((hn & last) != zero);
+        hp = (hp << one) | one;
+        hn = hn << one;
+        vp = hn | ~(d0 | hp);
+        vn = hp & d0;
+        pm_old = pm;
+      }
+    }
+    dist.store(buf);
+    for (int l = 0; l < lanes_; ++l) out[l] = lens_[l] == 0 ? n : int64_t(buf[l]);
+    if (p.metric == Metric::levenshtein)
+      for (int l = 0; l < lanes_; ++l) out[l] *= p.ins;
+  }
+
+ private:
+  Lane* slot_for_insert(int64_t ch) {
+    if (uint64_t(ch) < 256) return &ascii_[ch * lanes_max];
+    int64_t i = int64_t((uint64_t(ch) * 0x9E3779B97F4A7C15ull) >> shift_);
+    while (used_[i]) {
+      if (keys_[i] == ch) return &vals_[i * lanes_max];
+      i = (i + 1) & (cap_ - 1);
+    }
+    used_[i] = 1;
+    keys_[i] = ch;
+    std::fill_n(&vals_[i * lanes_max], lanes_max, Lane(0));
+    return &vals_[i * lanes_max];
+  }
+  void clear() {
+    for (int l = 0; l < lanes_; ++l)
+      for (int64_t i = 0; i < lens_[l]; ++i)
+        if (uint64_t(rows_[l][i]) < 256) std::fill_n(&ascii_[rows_[l][i] * lanes_max], lanes_max, Lane(0));
+    if (cap_) std::fill_n(used_.begin(), cap_, uint8_t(0));
+    lanes_ = 0;
+  }
+
+  const int64_t* rows_[lanes_max] = {};
+  int64_t lens_[lanes_max] = {};
+  alignas(64) Lane last_[lanes_max] = {};
+  alignas(64) Lane lenv_[lanes_max] = {};
+  int lanes_ = 0;
+  int64_t cap_ = 0;
+  int shift_ = 60;
+  std::vector<Lane> ascii_, vals_, zeros_;
+  std::vector<int64_t> keys_;
+  std::vector<uint8_t> used_;
+};
+
 }  // namespace CPU_CAPABILITY
 }  // namespace tp::seq
