@@ -77,6 +77,8 @@ DATASETS = {
     "large-alphabet": (12, 10, 0, 30, UNICODE),
     "crossing-64": (9, 8, 55, 140, "abcd"),
     "long-unicode": (6, 7, 0, 300, UNICODE[:40]),
+    # past the longest pattern of a SIMD group (512 tokens): single-row units
+    "very-long": (3, 2, 480, 600, "abc"),
 }
 
 
@@ -369,3 +371,44 @@ def _tok():
 def test_bad_input(call, exc, match):
     with pytest.raises(exc, match=match):
         call()
+
+
+def test_every_cpu_capability():
+    """The engines are compiled per CPU capability (DEFAULT, AVX2, AVX512: 4 or 8 SIMD lanes
+    per group); each one against rapidfuzz, in a fresh process per capability."""
+    import os
+    import subprocess
+    import sys
+    import textwrap
+    code = textwrap.dedent("""
+        import random, numpy as np, torch, torchpair as tp
+        from rapidfuzz import process
+        from rapidfuzz.distance import Levenshtein, OSA, Indel, JaroWinkler, LCSseq
+        rng = random.Random(0)
+        def strings(n, lo, hi):
+            return ["".join(rng.choice("abcd") for _ in range(rng.randint(lo, hi))) for _ in range(n)]
+        a = strings(11, 0, 70) + strings(5, 100, 300)
+        b = strings(9, 0, 70) + strings(3, 100, 300)
+        (xa, la), (xb, lb) = tp.encode(a, b)
+        for metric, sc in [("levenshtein", Levenshtein), ("osa", OSA), ("indel", Indel), ("lcs", LCSseq),
+                           ("jaro_winkler", JaroWinkler)]:
+            fl = metric == "jaro_winkler"
+            want = process.cdist(a, b, scorer=sc.normalized_distance if fl else sc.distance,
+                                 dtype=np.float64 if fl else np.int64, workers=1)
+            got = tp.seq.pairwise(xa, xb, metric, x_lengths=la, y_lengths=lb).numpy()
+            np.testing.assert_allclose(got, want, rtol=0, atol=1e-12) if fl else np.testing.assert_array_equal(got, want)
+            v, i = tp.seq.lazy(xa, xb, metric, x_lengths=la, y_lengths=lb).min(-1)
+            np.testing.assert_array_equal(i.numpy(), np.argmin(want, axis=1))
+            iu = np.triu_indices(len(a), 1)
+            wp = process.cdist(a, a, scorer=sc.normalized_distance if fl else sc.distance,
+                               dtype=np.float64 if fl else np.int64, workers=1)[iu]
+            gp = tp.seq.pdist(xa, metric, lengths=la).numpy()
+            np.testing.assert_allclose(gp, wp, rtol=0, atol=1e-12) if fl else np.testing.assert_array_equal(gp, wp)
+        print("ok", torch.backends.cpu.get_cpu_capability())
+    """)
+    for cap in ("default", "avx2"):
+        env = dict(os.environ, ATEN_CPU_CAPABILITY=cap)
+        r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=600)
+        assert r.returncode == 0, r.stderr[-3000:]
+        assert "ok" in r.stdout
+

@@ -1,11 +1,12 @@
 // CPU engines over pairs of token sequences: dense, condensed (pdist) and streamed top-k.
 // Compiled once per CPU capability (the multi-pattern kernels use at::vec::Vectorized).
 //
-// The pattern side (x rows) is cut into units: a group of up to kLanes rows of at most 64
-// tokens (one SIMD lane each) for the metrics with a multi-pattern kernel, otherwise one
-// row. Work is split into tasks (unit, block of up to 256 columns) so that both tall and
-// wide problems use every thread; a task builds its unit's bit masks once and reuses them
-// for the block. All index arithmetic is int64_t.
+// The pattern side (x rows) is cut into units: for the metrics with a multi-pattern kernel,
+// groups of rows sorted by length, one SIMD lane per row (int16 lanes for rows of at most
+// 16 tokens, int32 up to 32, int64 up to 512 = 8 words; jaro: int64 up to 64); every other
+// row is a unit of its own. Work is split into tasks (unit, block of up to 256 columns) so
+// that both tall and wide problems use every thread; a task builds its unit's bit masks once
+// and reuses them for the block. All index arithmetic is int64_t.
 #include <ATen/Parallel.h>
 
 #include <algorithm>
@@ -33,8 +34,9 @@ Side side(const at::Tensor& t, const at::Tensor& len) {
 }
 
 // Rows of x in units: order[start, start + count) (row indices within a batch element).
+// Lane classes of a unit: 0 single row, 64 (int64 lanes, multi-word), 32 / 16 (narrow lanes).
 struct Units {
-  std::vector<int64_t> order, start, count;
+  std::vector<int64_t> order, start, count, cls;
   int64_t size() const { return int64_t(start.size()); }
 };
 
@@ -46,35 +48,65 @@ struct Plan {
   int64_t per = 0;
 };
 
-Plan plan_units(const Side& X, int64_t B, GroupKernel kind) {
+// The longest pattern a group kernel takes.
+int64_t group_max_length(GroupKernel kind) {
+  switch (kind) {
+    case GroupKernel::none:
+      return -1;
+    case GroupKernel::jaro:
+      return 64;
+    default:
+      return kMaxGroupWords * 64;
+  }
+}
+
+// max_text: the longest sequence on the other side (narrow lanes hold distance counters).
+Plan plan_units(const Side& X, int64_t B, GroupKernel kind, bool by_length, int64_t max_text) {
   Plan plan;
   plan.per_batch.resize(B);
+  const int64_t max_len = group_max_length(kind);
+  // Narrow lanes for the single-word recurrences of levenshtein/indel/lcs/osa, when rows are
+  // grouped by length (dense, top-k) and the counters fit.
+  const bool narrow = by_length && kind != GroupKernel::none && kind != GroupKernel::jaro;
+  const int64_t lim16 = (kind == GroupKernel::lcs || max_text < 32000) ? 16 : 0;
+  auto cls_of = [&](int64_t len) -> int64_t {
+    if (len > max_len) return 0;
+    if (narrow && len <= lim16) return 16;
+    if (narrow && len <= 32) return 32;
+    return 64;
+  };
+  auto lanes_of = [](int64_t cls) -> int64_t {
+    return cls == 16 ? NarrowGroup<int16_t>::lanes_max : cls == 32 ? NarrowGroup<int32_t>::lanes_max
+                                                                  : cls == 64 ? kLanes : 1;
+  };
+  std::vector<int64_t> rows(X.rows);
   for (int64_t b = 0; b < B; ++b) {
     Units& u = plan.per_batch[b];
-    std::vector<int64_t> longs;
+    // Rows by length, so that a group's lanes need about the same number of words.
+    for (int64_t i = 0; i < X.rows; ++i) rows[i] = i;
+    if (by_length && max_len > 0)
+      std::stable_sort(rows.begin(), rows.end(), [&](int64_t r, int64_t q) { return X.length(b, r) < X.length(b, q); });
     int64_t open = -1;
-    for (int64_t i = 0; i < X.rows; ++i) {
-      const bool short_row = kind != GroupKernel::none && X.length(b, i) <= 64;
-      if (!short_row) {
-        longs.push_back(i);
-        continue;
-      }
-      if (open < 0 || u.count[open] == kLanes) {
+    for (int64_t i : rows) {
+      const int64_t c = cls_of(X.length(b, i));
+      if (open < 0 || u.cls[open] != c || u.count[open] == lanes_of(c)) {
         open = u.size();
         u.start.push_back(int64_t(u.order.size()));
         u.count.push_back(0);
+        u.cls.push_back(c);
       }
       u.order.push_back(i);
       ++u.count[open];
     }
-    for (int64_t i : longs) {
-      u.start.push_back(int64_t(u.order.size()));
-      u.count.push_back(1);
-      u.order.push_back(i);
-    }
     plan.per = std::max(plan.per, u.size());
   }
   return plan;
+}
+
+int64_t max_length(const Side& S, int64_t B) {
+  int64_t mx = 0;
+  for (int64_t q = 0; q < B * S.rows; ++q) mx = std::max(mx, S.len[q]);
+  return mx;
 }
 
 // Evaluates one unit against columns [c0, c1) of y (batch element b): vals[l * ldv + (j - c0)].
@@ -84,24 +116,43 @@ class UnitEvaluator {
   UnitEvaluator(const Params& p, const Side& X, const Side& Y) : p_(p), X_(X), Y_(Y), kind_(group_kernel(p)) {}
 
   // Builds the unit's masks (once per unit); returns its lanes.
-  int prepare(int64_t b, const int64_t* rows, int64_t count) {
+  int prepare(int64_t b, const int64_t* rows, int64_t count, int64_t cls) {
     const int64_t key = b * X_.rows + rows[0];
     lanes_ = int(count);
-    group_ = kind_ != GroupKernel::none && X_.length(b, rows[0]) <= 64;
+    cls_ = cls;
+    group_ = cls == 64;
     for (int l = 0; l < lanes_; ++l) {
       s1_[l] = X_.row(b, rows[l]);
       m_[l] = X_.length(b, rows[l]);
     }
     if (key == built_) return lanes_;
     built_ = key;
-    if (group_)
+    if (cls == 16) {
+      g16_.build(s1_, m_, lanes_);
+    } else if (cls == 32) {
+      g32_.build(s1_, m_, lanes_);
+    } else if (group_) {
       gm_.build(s1_, m_, lanes_);
-    else if (p_.uses_pattern())
+      info_.set(m_, lanes_, gm_.words());
+    } else if (p_.uses_pattern()) {
       pm_.build(s1_[0], m_[0]);
+    }
     return lanes_;
   }
 
   void eval(int64_t b, int64_t c0, int64_t c1, V* vals, int64_t ldv) {
+    if (cls_ == 16 || cls_ == 32) {
+      int64_t d[kMaxLanes];
+      for (int64_t j = c0; j < c1; ++j) {
+        const int64_t n = Y_.length(b, j);
+        if (cls_ == 16)
+          g16_.distances(p_, kind_, Y_.row(b, j), n, d);
+        else
+          g32_.distances(p_, kind_, Y_.row(b, j), n, d);
+        store(d, n, j - c0, vals, ldv);
+      }
+      return;
+    }
     if (group_ && kind_ == GroupKernel::jaro) {
       if constexpr (std::is_same_v<V, double>) {
         double sim[kLanes];
@@ -126,15 +177,8 @@ class UnitEvaluator {
       int64_t d[kLanes];
       for (int64_t j = c0; j < c1; ++j) {
         const int64_t n = Y_.length(b, j);
-        group_distances(p_, kind_, gm_, m_, lanes_, Y_.row(b, j), n, d);
-        for (int l = 0; l < lanes_; ++l) {
-          if constexpr (std::is_same_v<V, double>) {
-            const int64_t mx = maximum(p_, m_[l], n);
-            vals[l * ldv + (j - c0)] = mx ? double(d[l]) / double(mx) : 0.0;
-          } else {
-            vals[l * ldv + (j - c0)] = d[l];
-          }
-        }
+        group_distances(p_, kind_, gm_, info_, Y_.row(b, j), n, d);
+        store(d, n, j - c0, vals, ldv);
       }
       return;
     }
@@ -147,15 +191,31 @@ class UnitEvaluator {
   }
 
  private:
+  // Raw distances d[l] of the lanes against a text of n tokens into column c of vals.
+  void store(const int64_t* d, int64_t n, int64_t c, V* vals, int64_t ldv) const {
+    for (int l = 0; l < lanes_; ++l) {
+      if constexpr (std::is_same_v<V, double>) {
+        const int64_t mx = maximum(p_, m_[l], n);
+        vals[l * ldv + c] = mx ? double(d[l]) / double(mx) : 0.0;
+      } else {
+        vals[l * ldv + c] = d[l];
+      }
+    }
+  }
+
   const Params& p_;
   const Side &X_, &Y_;
   GroupKernel kind_;
   bool group_ = false;
   int lanes_ = 0;
+  int64_t cls_ = 0;
   int64_t built_ = -1;
-  const int64_t* s1_[kLanes] = {};
-  int64_t m_[kLanes] = {};
+  const int64_t* s1_[kMaxLanes] = {};
+  int64_t m_[kMaxLanes] = {};
+  NarrowGroup<int16_t> g16_;
+  NarrowGroup<int32_t> g32_;
   GroupMatch gm_;
+  GroupInfo info_;
   PatternMatch pm_;
   Scratch sc_;
 };
@@ -164,19 +224,19 @@ template <typename V>
 void dense_impl(const Side& X, const Side& Y, int64_t B, const Params& p, V* out) {
   const int64_t N = X.rows, M = Y.rows;
   if (B * N * M == 0) return;
-  const Plan plan = plan_units(X, B, group_kernel(p));
+  const Plan plan = plan_units(X, B, group_kernel(p), /*by_length=*/true, max_length(Y, B));
   const int64_t cblocks = (M + kColBlock - 1) / kColBlock;
   const int64_t tasks = B * plan.per * cblocks;
   at::parallel_for(0, tasks, 1, [&](int64_t t0, int64_t t1) {
     UnitEvaluator<V> ev(p, X, Y);
-    std::vector<V> vals(kLanes * kColBlock);
+    std::vector<V> vals(kMaxLanes * kColBlock);
     for (int64_t t = t0; t < t1; ++t) {
       const int64_t unit = t / cblocks, cb = t % cblocks;
       const int64_t b = unit / plan.per, u = unit % plan.per;
       const Units& us = plan.per_batch[b];
       if (u >= us.size()) continue;
       const int64_t* rows = &us.order[us.start[u]];
-      const int lanes = ev.prepare(b, rows, us.count[u]);
+      const int lanes = ev.prepare(b, rows, us.count[u], us.cls[u]);
       const int64_t c0 = cb * kColBlock, c1 = std::min(M, c0 + kColBlock);
       ev.eval(b, c0, c1, vals.data(), kColBlock);
       for (int l = 0; l < lanes; ++l)
@@ -190,7 +250,8 @@ void pdist_impl(const Side& X, int64_t B, const Params& p, V* out) {
   const int64_t N = X.rows;
   const int64_t P = N * (N - 1) / 2;
   if (B * P == 0) return;
-  const Plan plan = plan_units(X, B, group_kernel(p));
+  const Plan plan = plan_units(X, B, group_kernel(p), /*by_length=*/false, max_length(X, B));
+  // Rows in index order: a group's lanes then start their columns close together.
   // Tasks: (batch, unit, block of columns after the unit's first row), enumerated once.
   std::vector<int64_t> tb, tu, tc;
   for (int64_t b = 0; b < B; ++b) {
@@ -207,12 +268,12 @@ void pdist_impl(const Side& X, int64_t B, const Params& p, V* out) {
   }
   at::parallel_for(0, int64_t(tb.size()), 1, [&](int64_t t0, int64_t t1) {
     UnitEvaluator<V> ev(p, X, X);
-    std::vector<V> vals(kLanes * kColBlock);
+    std::vector<V> vals(kMaxLanes * kColBlock);
     for (int64_t t = t0; t < t1; ++t) {
       const int64_t b = tb[t], u = tu[t], c0 = tc[t], c1 = std::min(N, c0 + kColBlock);
       const Units& us = plan.per_batch[b];
       const int64_t* rows = &us.order[us.start[u]];
-      const int lanes = ev.prepare(b, rows, us.count[u]);
+      const int lanes = ev.prepare(b, rows, us.count[u], us.cls[u]);
       ev.eval(b, c0, c1, vals.data(), kColBlock);
       for (int l = 0; l < lanes; ++l) {
         const int64_t i = rows[l];
@@ -228,7 +289,7 @@ void topk_impl(const Side& X, const Side& Y, int64_t B, const Params& p, int64_t
                int64_t* indices) {
   const int64_t N = X.rows, M = Y.rows;
   if (k == 0 || B * N == 0) return;
-  const Plan plan = plan_units(X, B, group_kernel(p));
+  const Plan plan = plan_units(X, B, group_kernel(p), /*by_length=*/true, max_length(Y, B));
   using Item = std::pair<V, int64_t>;
   // better(a, b): a ranks before b (ties: the lower column first)
   auto better = [largest](const Item& a, const Item& b) {
@@ -237,15 +298,15 @@ void topk_impl(const Side& X, const Side& Y, int64_t B, const Params& p, int64_t
   };
   at::parallel_for(0, B * plan.per, 1, [&](int64_t u0, int64_t u1) {
     UnitEvaluator<V> ev(p, X, Y);
-    std::vector<V> vals(kLanes * kColBlock);
-    std::vector<std::vector<Item>> heaps(kLanes);  // the worst kept item on top
+    std::vector<V> vals(kMaxLanes * kColBlock);
+    std::vector<std::vector<Item>> heaps(kMaxLanes);  // the worst kept item on top
     for (auto& h : heaps) h.reserve(k);
     for (int64_t unit = u0; unit < u1; ++unit) {
       const int64_t b = unit / plan.per, u = unit % plan.per;
       const Units& us = plan.per_batch[b];
       if (u >= us.size()) continue;
       const int64_t* rows = &us.order[us.start[u]];
-      const int lanes = ev.prepare(b, rows, us.count[u]);
+      const int lanes = ev.prepare(b, rows, us.count[u], us.cls[u]);
       for (int l = 0; l < lanes; ++l) heaps[l].clear();
       for (int64_t c0 = 0; c0 < M; c0 += kColBlock) {
         const int64_t c1 = std::min(M, c0 + kColBlock);

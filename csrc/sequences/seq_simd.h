@@ -6,6 +6,7 @@
 // Included only by the per-capability translation unit (csrc/cpu/sequences_cpu.cpp).
 #include <ATen/cpu/vec/vec.h>
 
+#include <limits>
 #include <vector>
 
 #include "sequences/seq_metrics.h"
@@ -16,21 +17,28 @@ inline namespace CPU_CAPABILITY {
 using VecI = at::vec::Vectorized<int64_t>;
 constexpr int kLanes = VecI::size();
 
-// For every token, the bit masks of its positions in each lane's pattern.
+// Patterns of up to kMaxGroupWords * 64 tokens run in groups.
+constexpr int64_t kMaxGroupWords = 8;
+
+// For every token, the bit masks of its positions in each lane's pattern: words() blocks
+// of kLanes int64 (word w of every lane), so word w of a token is one vector load.
 class GroupMatch {
  public:
-  // rows[l], lens[l] for l < lanes (<= kLanes, lengths <= 64).
+  // rows[l], lens[l] for l < lanes (<= kLanes, lengths <= kMaxGroupWords * 64).
   void build(const int64_t* const* rows, const int64_t* lens, int lanes) {
     clear();
     lanes_ = lanes;
+    int64_t words = 1, total = 0;
     for (int l = 0; l < lanes; ++l) {
       rows_[l] = rows[l];
       lens_[l] = lens[l];
+      words = std::max(words, words_for(lens[l]));
+      total += lens[l];
     }
-    if (ascii_.empty()) ascii_.assign(256 * kLanes, 0);
-    if (zeros_.empty()) zeros_.assign(kLanes, 0);
-    int64_t total = 0;
-    for (int l = 0; l < lanes; ++l) total += lens[l];
+    words_ = words;
+    stride_ = words * kLanes;
+    if (int64_t(ascii_.size()) < 256 * stride_) ascii_.assign(256 * stride_, 0);
+    if (int64_t(zeros_.size()) < stride_) zeros_.assign(stride_, 0);
     int64_t cap = 16;
     while (cap < 2 * total) cap <<= 1;
     cap_ = cap;
@@ -38,16 +46,18 @@ class GroupMatch {
     if (int64_t(used_.size()) < cap) {
       used_.assign(cap, 0);
       keys_.assign(cap, 0);
-      vals_.assign(cap * kLanes, 0);
     }
+    if (int64_t(vals_.size()) < cap * stride_) vals_.assign(cap * stride_, 0);
     for (int l = 0; l < lanes; ++l)
-      for (int64_t i = 0; i < lens[l]; ++i) slot_for_insert(rows[l][i])[l] |= int64_t(uint64_t(1) << i);
+      for (int64_t i = 0; i < lens[l]; ++i)
+        slot_for_insert(rows[l][i])[(i >> 6) * kLanes + l] |= int64_t(uint64_t(1) << (i & 63));
   }
+  int64_t words() const { return words_; }
   const int64_t* get(int64_t ch) const {
-    if (uint64_t(ch) < 256) return &ascii_[ch * kLanes];
+    if (uint64_t(ch) < 256) return &ascii_[ch * stride_];
     int64_t i = int64_t((uint64_t(ch) * 0x9E3779B97F4A7C15ull) >> shift_);
     while (used_[i]) {
-      if (keys_[i] == ch) return &vals_[i * kLanes];
+      if (keys_[i] == ch) return &vals_[i * stride_];
       i = (i + 1) & (cap_ - 1);
     }
     return zeros_.data();
@@ -55,21 +65,21 @@ class GroupMatch {
 
  private:
   int64_t* slot_for_insert(int64_t ch) {
-    if (uint64_t(ch) < 256) return &ascii_[ch * kLanes];
+    if (uint64_t(ch) < 256) return &ascii_[ch * stride_];
     int64_t i = int64_t((uint64_t(ch) * 0x9E3779B97F4A7C15ull) >> shift_);
     while (used_[i]) {
-      if (keys_[i] == ch) return &vals_[i * kLanes];
+      if (keys_[i] == ch) return &vals_[i * stride_];
       i = (i + 1) & (cap_ - 1);
     }
     used_[i] = 1;
     keys_[i] = ch;
-    std::fill_n(&vals_[i * kLanes], kLanes, int64_t(0));
-    return &vals_[i * kLanes];
+    std::fill_n(&vals_[i * stride_], stride_, int64_t(0));
+    return &vals_[i * stride_];
   }
   void clear() {
     for (int l = 0; l < lanes_; ++l)
       for (int64_t i = 0; i < lens_[l]; ++i)
-        if (uint64_t(rows_[l][i]) < 256) std::fill_n(&ascii_[rows_[l][i] * kLanes], kLanes, int64_t(0));
+        if (uint64_t(rows_[l][i]) < 256) std::fill_n(&ascii_[rows_[l][i] * stride_], stride_, int64_t(0));
     if (cap_) std::fill_n(used_.begin(), cap_, uint8_t(0));
     lanes_ = 0;
   }
@@ -77,10 +87,28 @@ class GroupMatch {
   const int64_t* rows_[kLanes] = {};
   int64_t lens_[kLanes] = {};
   int lanes_ = 0;
-  int64_t cap_ = 0;
+  int64_t words_ = 1, stride_ = kLanes, cap_ = 0;
   int shift_ = 60;
   std::vector<int64_t> ascii_, vals_, zeros_, keys_;
   std::vector<uint8_t> used_;
+};
+
+// Per-group constants of the recurrences, computed once per group.
+struct GroupInfo {
+  int lanes = 0;
+  int64_t words = 1;
+  alignas(64) int64_t lens[kLanes] = {};
+  alignas(64) int64_t last[kMaxGroupWords][kLanes] = {};  // the lane's last pattern bit, in its last word
+
+  void set(const int64_t* m, int n_lanes, int64_t n_words) {
+    lanes = n_lanes;
+    words = n_words;
+    for (int l = 0; l < kLanes; ++l) {
+      lens[l] = l < n_lanes ? m[l] : 0;
+      for (int64_t w = 0; w < kMaxGroupWords; ++w) last[w][l] = 0;
+      if (l < n_lanes && m[l] > 0) last[(m[l] - 1) >> 6][l] = int64_t(uint64_t(1) << ((m[l] - 1) & 63));
+    }
+  }
 };
 
 // Which recurrence a group runs.
@@ -107,64 +135,128 @@ inline GroupKernel group_kernel(const Params& p) {
   }
 }
 
-// Raw distances of the group's patterns (lens[l] <= 64) against text t[0, n): out[l].
-inline void group_distances(const Params& p, GroupKernel kind, const GroupMatch& gm, const int64_t* lens, int lanes,
+// Raw distances of the group's patterns against text t[0, n): out[l].
+inline void group_distances(const Params& p, GroupKernel kind, const GroupMatch& gm, const GroupInfo& g,
                             const int64_t* t, int64_t n, int64_t* out) {
-  alignas(64) int64_t lastmask[kLanes] = {}, lenv[kLanes] = {}, buf[kLanes];
-  for (int l = 0; l < lanes; ++l) {
-    lenv[l] = lens[l];
-    lastmask[l] = lens[l] ? int64_t(uint64_t(1) << (lens[l] - 1)) : 0;
-  }
+  alignas(64) int64_t buf[kMaxGroupWords][kLanes];
   const VecI zero(0), one(1), ones(-1);
+  const int64_t words = g.words;
   if (kind == GroupKernel::levenshtein || kind == GroupKernel::osa) {
-    const VecI last = VecI::loadu(lastmask);
-    VecI vp = ones, vn = zero, dist = VecI::loadu(lenv);
-    if (kind == GroupKernel::levenshtein) {
-      for (int64_t j = 0; j < n; ++j) {
-        const VecI pm = VecI::loadu(gm.get(t[j]));
-        const VecI x = pm | vn;
-        const VecI d0 = (((x & vp) + vp) ^ vp) | x;
-        VecI hp = vn | ~(d0 | vp);
-        VecI hn = vp & d0;
-        dist = dist - VecI((hp & last) != zero) + VecI((hn & last) != zero);  // masks are -1
-        hp = (hp << one) | one;
-        hn = hn << one;
-        vp = hn | ~(d0 | hp);
-        vn = hp & d0;
+    VecI dist = VecI::loadu(g.lens);
+    if (words == 1) {
+      const VecI last = VecI::loadu(g.last[0]);
+      VecI vp = ones, vn = zero;
+      if (kind == GroupKernel::levenshtein) {
+        for (int64_t j = 0; j < n; ++j) {
+          const VecI pm = VecI::loadu(gm.get(t[j]));
+          const VecI x = pm | vn;
+          const VecI d0 = (((x & vp) + vp) ^ vp) | x;
+          VecI hp = vn | ~(d0 | vp);
+          VecI hn = vp & d0;
+          dist = dist - ((hp & last) != zero) + ((hn & last) != zero);  // masks are -1
+          hp = (hp << one) | one;
+          hn = hn << one;
+          vp = hn | ~(d0 | hp);
+          vn = hp & d0;
+        }
+      } else {
+        VecI d0 = zero, pm_old = zero;
+        for (int64_t j = 0; j < n; ++j) {
+          const VecI pm = VecI::loadu(gm.get(t[j]));
+          const VecI tr = ((((~d0) & pm) << one) & pm_old);
+          d0 = (((pm & vp) + vp) ^ vp) | pm | vn | tr;
+          VecI hp = vn | ~(d0 | vp);
+          VecI hn = d0 & vp;
+          dist = dist - ((hp & last) != zero) + ((hn & last) != zero);
+          hp = (hp << one) | one;
+          hn = hn << one;
+          vp = hn | ~(d0 | hp);
+          vn = hp & d0;
+          pm_old = pm;
+        }
       }
     } else {
-      VecI d0 = zero, pm_old = zero;
+      // Blocked: word w of every lane in one vector; carries flow from word w to w + 1
+      // (a lane's words past its last one compute values nobody reads).
+      const VecI c63(63);
+      VecI VP[kMaxGroupWords], VN[kMaxGroupWords], D0[kMaxGroupWords], PMo[kMaxGroupWords], LAST[kMaxGroupWords];
+      for (int64_t w = 0; w < words; ++w) {
+        VP[w] = ones;
+        VN[w] = zero;
+        D0[w] = zero;
+        PMo[w] = zero;
+        LAST[w] = VecI::loadu(g.last[w]);
+      }
+      const bool osa = kind == GroupKernel::osa;
       for (int64_t j = 0; j < n; ++j) {
-        const VecI pm = VecI::loadu(gm.get(t[j]));
-        const VecI tr = ((((~d0) & pm) << one) & pm_old);
-        d0 = (((pm & vp) + vp) ^ vp) | pm | vn | tr;
-        VecI hp = vn | ~(d0 | vp);
-        VecI hn = d0 & vp;
-        dist = dist - VecI((hp & last) != zero) + VecI((hn & last) != zero);
-        hp = (hp << one) | one;
-        hn = hn << one;
-        vp = hn | ~(d0 | hp);
-        vn = hp & d0;
-        pm_old = pm;
+        const int64_t* pmj = gm.get(t[j]);
+        VecI hp_carry = one, hn_carry = zero, tr_carry = zero;
+        for (int64_t w = 0; w < words; ++w) {
+          const VecI pm = VecI::loadu(pmj + w * kLanes);
+          const VecI vp = VP[w], vn = VN[w];
+          VecI x = pm | hn_carry;
+          VecI d0 = (((x & vp) + vp) ^ vp) | x | vn;
+          if (osa) {
+            const VecI base = (~D0[w]) & pm;
+            d0 = d0 | (((base << one) | tr_carry) & PMo[w]);
+            tr_carry = (base >> c63) & one;
+            D0[w] = d0;
+            PMo[w] = pm;
+          }
+          VecI hp = vn | ~(d0 | vp);
+          VecI hn = d0 & vp;
+          dist = dist - ((hp & LAST[w]) != zero) + ((hn & LAST[w]) != zero);
+          const VecI hpc = (hp >> c63) & one, hnc = (hn >> c63) & one;
+          hp = (hp << one) | hp_carry;
+          hn = (hn << one) | hn_carry;
+          hp_carry = hpc;
+          hn_carry = hnc;
+          VP[w] = hn | ~(d0 | hp);
+          VN[w] = hp & d0;
+        }
       }
     }
-    dist.store(buf);
-    for (int l = 0; l < lanes; ++l) out[l] = lens[l] == 0 ? n : buf[l];
+    dist.store(buf[0]);
+    for (int l = 0; l < g.lanes; ++l) out[l] = g.lens[l] == 0 ? n : buf[0][l];
     if (p.metric == Metric::levenshtein)
-      for (int l = 0; l < lanes; ++l) out[l] *= p.ins;
+      for (int l = 0; l < g.lanes; ++l) out[l] *= p.ins;
     return;
   }
-  // LCS
-  VecI s = ones;
-  for (int64_t j = 0; j < n; ++j) {
-    const VecI u = s & VecI::loadu(gm.get(t[j]));
-    s = (s + u) | (s - u);
+  // LCS (bit-parallel; blocked: the addition's carry flows from word w to w + 1)
+  if (words == 1) {
+    VecI s = ones;
+    for (int64_t j = 0; j < n; ++j) {
+      const VecI u = s & VecI::loadu(gm.get(t[j]));
+      s = (s + u) | (s - u);
+    }
+    s.store(buf[0]);
+  } else {
+    const VecI sign(std::numeric_limits<int64_t>::min());
+    VecI S[kMaxGroupWords];
+    for (int64_t w = 0; w < words; ++w) S[w] = ones;
+    for (int64_t j = 0; j < n; ++j) {
+      const int64_t* pmj = gm.get(t[j]);
+      VecI carry = zero;
+      for (int64_t w = 0; w < words; ++w) {
+        const VecI sw = S[w];
+        const VecI u = sw & VecI::loadu(pmj + w * kLanes);
+        const VecI x = sw + u;
+        const VecI x2 = x + carry;
+        // unsigned x < sw, x2 < x: signed compares with the sign bit flipped
+        carry = (((x ^ sign) < (sw ^ sign)) | ((x2 ^ sign) < (x ^ sign))) & one;
+        S[w] = x2 | (sw - u);
+      }
+    }
+    for (int64_t w = 0; w < words; ++w) S[w].store(buf[w]);
   }
-  s.store(buf);
-  for (int l = 0; l < lanes; ++l) {
-    const int64_t m = lens[l];
-    const uint64_t mask = (m == 64) ? ~uint64_t(0) : ((uint64_t(1) << m) - 1);
-    const int64_t lcs = popcount(~uint64_t(buf[l]) & mask);
+  for (int l = 0; l < g.lanes; ++l) {
+    const int64_t m = g.lens[l];
+    int64_t lcs = 0;
+    for (int64_t w = 0; w * 64 < m; ++w) {
+      uint64_t v = ~uint64_t(buf[w][l]);
+      if (m - w * 64 < 64) v &= (uint64_t(1) << (m - w * 64)) - 1;
+      lcs += popcount(v);
+    }
     switch (p.metric) {
       case Metric::lcs:
         out[l] = std::max(m, n) - lcs;
@@ -233,6 +325,150 @@ inline void group_jaro(const Params& p, const GroupMatch& gm, const int64_t* con
     sim[l] = s;
   }
 }
+
+// ---- Narrow lanes: patterns of at most 16 (int16) or 32 (int32) tokens -----------------
+// Two (four) times the patterns per vector for short sequences; single-word recurrences.
+constexpr int kMaxLanes = at::vec::Vectorized<int16_t>::size();
+
+template <typename Lane>
+class NarrowGroup {
+ public:
+  using Vec = at::vec::Vectorized<Lane>;
+  static constexpr int lanes_max = Vec::size();
+  static constexpr int64_t bits = 8 * sizeof(Lane);
+
+  void build(const int64_t* const* rows, const int64_t* lens, int lanes) {
+    clear();
+    lanes_ = lanes;
+    int64_t total = 0;
+    for (int l = 0; l < lanes_max; ++l) {
+      rows_[l] = l < lanes ? rows[l] : nullptr;
+      lens_[l] = l < lanes ? lens[l] : 0;
+      last_[l] = (l < lanes && lens[l] > 0) ? Lane(uint64_t(1) << (lens[l] - 1)) : Lane(0);
+      lenv_[l] = Lane(lens_[l]);
+      total += lens_[l];
+    }
+    if (ascii_.empty()) ascii_.assign(256 * lanes_max, 0);
+    if (zeros_.empty()) zeros_.assign(lanes_max, 0);
+    int64_t cap = 16;
+    while (cap < 2 * total) cap <<= 1;
+    cap_ = cap;
+    shift_ = 64 - __builtin_ctzll(uint64_t(cap));
+    if (int64_t(used_.size()) < cap) {
+      used_.assign(cap, 0);
+      keys_.assign(cap, 0);
+      vals_.assign(cap * lanes_max, 0);
+    }
+    for (int l = 0; l < lanes; ++l)
+      for (int64_t i = 0; i < lens[l]; ++i) slot_for_insert(rows[l][i])[l] |= Lane(uint64_t(1) << i);
+  }
+  const Lane* get(int64_t ch) const {
+    if (uint64_t(ch) < 256) return &ascii_[ch * lanes_max];
+    int64_t i = int64_t((uint64_t(ch) * 0x9E3779B97F4A7C15ull) >> shift_);
+    while (used_[i]) {
+      if (keys_[i] == ch) return &vals_[i * lanes_max];
+      i = (i + 1) & (cap_ - 1);
+    }
+    return zeros_.data();
+  }
+
+  // Raw distances against the text t[0, n) (n < 2^(bits-1) - bits for the counters).
+  void distances(const Params& p, GroupKernel kind, const int64_t* t, int64_t n, int64_t* out) const {
+    alignas(64) Lane buf[lanes_max];
+    const Vec zero(0), one(1), ones(Lane(-1));
+    if (kind == GroupKernel::lcs) {
+      Vec s = ones;
+      for (int64_t j = 0; j < n; ++j) {
+        const Vec u = s & Vec::loadu(get(t[j]));
+        s = (s + u) | (s - u);
+      }
+      s.store(buf);
+      for (int l = 0; l < lanes_; ++l) {
+        const int64_t m = lens_[l];
+        const uint64_t mask = (uint64_t(1) << m) - 1;  // m <= 32
+        const int64_t lcs = popcount(~uint64_t(std::make_unsigned_t<Lane>(buf[l])) & mask);
+        switch (p.metric) {
+          case Metric::lcs:
+            out[l] = std::max(m, n) - lcs;
+            break;
+          case Metric::indel:
+            out[l] = m + n - 2 * lcs;
+            break;
+          default:
+            out[l] = (m + n - 2 * lcs) * p.ins;
+        }
+      }
+      return;
+    }
+    const Vec last = Vec::loadu(last_);
+    Vec vp = ones, vn = zero, dist = Vec::loadu(lenv_);
+    if (kind == GroupKernel::levenshtein) {
+      for (int64_t j = 0; j < n; ++j) {
+        const Vec pm = Vec::loadu(get(t[j]));
+        const Vec x = pm | vn;
+        const Vec d0 = (((x & vp) + vp) ^ vp) | x;
+        Vec hp = vn | ~(d0 | vp);
+        Vec hn = vp & d0;
+        dist = dist - ((hp & last) != zero) + ((hn & last) != zero);
+        hp = (hp << one) | one;
+        hn = hn << one;
+        vp = hn | ~(d0 | hp);
+        vn = hp & d0;
+      }
+    } else {
+      Vec d0 = zero, pm_old = zero;
+      for (int64_t j = 0; j < n; ++j) {
+        const Vec pm = Vec::loadu(get(t[j]));
+        const Vec tr = ((((~d0) & pm) << one) & pm_old);
+        d0 = (((pm & vp) + vp) ^ vp) | pm | vn | tr;
+        Vec hp = vn | ~(d0 | vp);
+        Vec hn = d0 & vp;
+        dist = dist - ((hp & last) != zero) + ((hn & last) != zero);
+        hp = (hp << one) | one;
+        hn = hn << one;
+        vp = hn | ~(d0 | hp);
+        vn = hp & d0;
+        pm_old = pm;
+      }
+    }
+    dist.store(buf);
+    for (int l = 0; l < lanes_; ++l) out[l] = lens_[l] == 0 ? n : int64_t(buf[l]);
+    if (p.metric == Metric::levenshtein)
+      for (int l = 0; l < lanes_; ++l) out[l] *= p.ins;
+  }
+
+ private:
+  Lane* slot_for_insert(int64_t ch) {
+    if (uint64_t(ch) < 256) return &ascii_[ch * lanes_max];
+    int64_t i = int64_t((uint64_t(ch) * 0x9E3779B97F4A7C15ull) >> shift_);
+    while (used_[i]) {
+      if (keys_[i] == ch) return &vals_[i * lanes_max];
+      i = (i + 1) & (cap_ - 1);
+    }
+    used_[i] = 1;
+    keys_[i] = ch;
+    std::fill_n(&vals_[i * lanes_max], lanes_max, Lane(0));
+    return &vals_[i * lanes_max];
+  }
+  void clear() {
+    for (int l = 0; l < lanes_; ++l)
+      for (int64_t i = 0; i < lens_[l]; ++i)
+        if (uint64_t(rows_[l][i]) < 256) std::fill_n(&ascii_[rows_[l][i] * lanes_max], lanes_max, Lane(0));
+    if (cap_) std::fill_n(used_.begin(), cap_, uint8_t(0));
+    lanes_ = 0;
+  }
+
+  const int64_t* rows_[lanes_max] = {};
+  int64_t lens_[lanes_max] = {};
+  alignas(64) Lane last_[lanes_max] = {};
+  alignas(64) Lane lenv_[lanes_max] = {};
+  int lanes_ = 0;
+  int64_t cap_ = 0;
+  int shift_ = 60;
+  std::vector<Lane> ascii_, vals_, zeros_;
+  std::vector<int64_t> keys_;
+  std::vector<uint8_t> used_;
+};
 
 }  // namespace CPU_CAPABILITY
 }  // namespace tp::seq
