@@ -25,6 +25,8 @@ from .functional import cdist, pairwise  # noqa: E402
 from .lazy import DensePairwise, LazyPairwise, lazy, pairwise_expression  # noqa: E402
 from .sets import chamfer, energy_distance, hausdorff, knn, mmd  # noqa: E402
 
+from . import distributed  # noqa: E402  (tp.distributed: sharded reductions over torch.distributed)
+
 __version__ = "0.1.0"
 
 

@@ -87,11 +87,12 @@ def _rank(group) -> int:
     return dist.get_rank(group)
 
 
-def _all_reduce(t: torch.Tensor, group, op=dist.ReduceOp.SUM) -> torch.Tensor:
+def _all_reduce(t: torch.Tensor, group, op=None) -> torch.Tensor:
+    """Sum (or `op`) over ranks, into a new tensor."""
     out = t.detach().clone(memory_format=torch.contiguous_format)
     w = _world(group)
     if w > 1:
-        dist.all_reduce(out, op=op, group=group)
+        dist.all_reduce(out, op=dist.ReduceOp.SUM if op is None else op, group=group)
         _STATS["bytes_received"] += int(2 * (w - 1) * _nbytes(out) // w)
         _STATS["collectives"] += 1
     return out
