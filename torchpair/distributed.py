@@ -27,7 +27,7 @@ reduction are sharded the kept operand is all-gathered first (O(N·D)), never N 
 
 Results: a reduction over a sharded axis is merged across ranks; if the kept axis is
 replicated every rank gets the full result, if it is sharded every rank gets its own rows
-("X-sharded results stay sharded").
+("X-sharded results stay sharded"; an all-to-all sends each rank only its rows' partials).
 
 Gradients (the Megatron convention): every rank must run backward through the same
 outputs. A replicated output is assumed to receive the same gradient on every rank (each
