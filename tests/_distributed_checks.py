@@ -352,6 +352,16 @@ def check_communication_volume(rank, world):
         raise AssertionError(f"matmul bytes received {got} != model {want}")
     if got >= n * m * 8:
         raise AssertionError("matmul exchanged N x M data")
+    # both sharded: X is gathered (padded to the largest shard), then each rank receives only
+    # its own rows' candidates from every other rank (all-to-all)
+    xs = [n // world + (1 if r < n % world else 0) for r in range(world)]
+    x = shard(X, xs, rank)
+    tpd.reset_communication_stats()
+    tpd.knn(x, y, k, x_sharded=True)
+    got = tpd.communication_stats()["bytes_received"]
+    want = (world - 1) * 5 * 8 + (world - 1) * max(xs) * D * 8 + (world - 1) * xs[rank] * k * (8 + 8)
+    if got != want:
+        raise AssertionError(f"both-sharded knn bytes received {got} != model {want}")
 
 
 @check

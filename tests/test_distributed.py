@@ -70,3 +70,23 @@ def test_distributed(world, name):
         elif results.get(name) != "ok":
             failures.append(f"rank {rank}:\n{results.get(name, 'not run (exit code ' + str(run['exitcodes'][rank]) + ')')}")
     assert not failures, "\n".join(failures)
+
+
+def test_errors_without_a_process_group():
+    """Argument errors come first; then a clear RuntimeError when no group is initialized."""
+    import torch
+
+    import torchpair.distributed as tpd
+
+    x = torch.randn(3, 2)
+    with pytest.raises(TypeError, match="'X'"):
+        tpd.lazy([[1.0]], x)
+    with pytest.raises(TypeError, match="'y_sharded'"):
+        tpd.lazy(x, x, y_sharded="yes")
+    with pytest.raises(TypeError, match="'unbiased'"):
+        tpd.mmd(x, x, unbiased=1)
+    with pytest.raises(ValueError, match="'metric'"):
+        tpd.energy_distance(x, x, "rbf")
+    if not dist.is_initialized():
+        with pytest.raises(RuntimeError, match="init_process_group"):
+            tpd.knn(x, x, 1)

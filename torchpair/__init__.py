@@ -31,6 +31,8 @@ from . import _meta_transport  # noqa: E402,F401  (fake kernels of the transport
 from .transport import emd, emd2, wasserstein  # noqa: E402
 from .backends import backend, get_backend  # noqa: E402
 
+from . import distributed  # noqa: E402  (tp.distributed: sharded reductions over torch.distributed)
+
 __version__ = "0.1.0"
 
 

@@ -27,7 +27,7 @@ reduction are sharded the kept operand is all-gathered first (O(N·D)), never N 
 
 Results: a reduction over a sharded axis is merged across ranks; if the kept axis is
 replicated every rank gets the full result, if it is sharded every rank gets its own rows
-("X-sharded results stay sharded").
+("X-sharded results stay sharded"; an all-to-all sends each rank only its rows' partials).
 
 Gradients (the Megatron convention): every rank must run backward through the same
 outputs. A replicated output is assumed to receive the same gradient on every rank (each
@@ -78,6 +78,14 @@ def _nbytes(t: torch.Tensor) -> int:
     return t.numel() * t.element_size()
 
 
+def _row_bytes(t: torch.Tensor) -> int:
+    """Bytes of one row (dim 0) of t."""
+    per = t.element_size()
+    for s in t.shape[1:]:
+        per *= s
+    return per
+
+
 # -- collectives ------------------------------------------------------------------------------
 def _world(group) -> int:
     return dist.get_world_size(group)
@@ -87,11 +95,12 @@ def _rank(group) -> int:
     return dist.get_rank(group)
 
 
-def _all_reduce(t: torch.Tensor, group, op=dist.ReduceOp.SUM) -> torch.Tensor:
+def _all_reduce(t: torch.Tensor, group, op=None) -> torch.Tensor:
+    """Sum (or `op`) over ranks, into a new tensor."""
     out = t.detach().clone(memory_format=torch.contiguous_format)
     w = _world(group)
     if w > 1:
-        dist.all_reduce(out, op=op, group=group)
+        dist.all_reduce(out, op=dist.ReduceOp.SUM if op is None else op, group=group)
         _STATS["bytes_received"] += int(2 * (w - 1) * _nbytes(out) // w)
         _STATS["collectives"] += 1
     return out
@@ -143,20 +152,50 @@ class _SumReplicated(torch.autograd.Function):
         return grad, None
 
 
-class _SumScatterRows(torch.autograd.Function):
-    """Partial results over all rows summed over ranks, each rank keeping its own rows
-    (dim 0): forward all-reduce then slice, backward all-gather of the row gradients."""
+def _all_to_all_rows(t: torch.Tensor, send_sizes: list[int], group) -> torch.Tensor:
+    """Rows [sum(send_sizes), ...] -> block r (send_sizes[r] rows) goes to rank r; returns the
+    blocks this rank receives, stacked in rank order: [W * n, ...] with n = send_sizes[rank]
+    (every rank sends each rank that rank's own row count)."""
+    w, r = _world(group), _rank(group)
+    n = send_sizes[r]
+    if w == 1:
+        return t.detach().clone()
+    t = t.detach().contiguous()
+    out = t.new_empty((w * n, *t.shape[1:]))
+    dist.all_to_all_single(out, t, output_split_sizes=[n] * w, input_split_sizes=list(send_sizes), group=group)
+    _STATS["bytes_received"] += (w - 1) * n * _row_bytes(out)
+    _STATS["collectives"] += 1
+    return out
+
+
+class _AllToAllRows(torch.autograd.Function):
+    """Rows computed for every rank's kept rows -> each rank gets its own rows from every rank:
+    ``[N, ...] -> [W * n_r, ...]`` (block s from rank s). Backward: the reverse all-to-all."""
 
     @staticmethod
     def forward(ctx, x, sizes, group):
         ctx.sizes, ctx.group = sizes, group
-        r = _rank(group)
-        start = sum(sizes[:r])
-        return _all_reduce(x, group)[start : start + sizes[r]].clone()
+        return _all_to_all_rows(x, sizes, group)
 
     @staticmethod
     def backward(ctx, grad):
-        return torch.cat(_all_gather_rows(grad.contiguous(), ctx.sizes, ctx.group), 0), None, None
+        w, r = _world(ctx.group), _rank(ctx.group)
+        n = ctx.sizes[r]
+        if w == 1:
+            return grad, None, None
+        grad = grad.contiguous()
+        out = grad.new_empty((sum(ctx.sizes), *grad.shape[1:]))
+        dist.all_to_all_single(out, grad, output_split_sizes=list(ctx.sizes), input_split_sizes=[n] * w,
+                               group=ctx.group)
+        _STATS["bytes_received"] += (sum(ctx.sizes) - n) * _row_bytes(out)
+        _STATS["collectives"] += 1
+        return out, None, None
+
+
+def _sum_scatter_rows(partial, sizes, group):
+    """Partial results over all kept rows, summed over ranks; each rank keeps its own rows."""
+    blocks = _AllToAllRows.apply(partial, sizes, group)
+    return blocks.reshape(_world(group), sizes[_rank(group)], *partial.shape[1:]).sum(0)
 
 
 class _GatherRows(torch.autograd.Function):
@@ -335,7 +374,7 @@ class ShardedPairwise:
             return partial
         if mode == "replicate":
             return _SumReplicated.apply(partial, self.group)
-        return _SumScatterRows.apply(partial, kept_sizes, self.group)
+        return _sum_scatter_rows(partial, kept_sizes, self.group)
 
     def _check_dim(self, dim, what, allow_none=False):
         if dim is None and allow_none:
@@ -452,18 +491,17 @@ class ShardedPairwise:
         pad_v = torch.cat([values, values.new_zeros((n_kept, k - local_k))], 1) if local_k < k else values
         pad_i = torch.cat([indices, indices.new_zeros((n_kept, k - local_k))], 1) if local_k < k else indices
         # [W * n_kept, k] after the gather; the row blocks are the ranks
+        # [W * n_rows, k]: block r holds rank r's candidates for the rows this rank returns
         if mode == "replicate":
             all_v = _GatherRows.apply(pad_v, [n_kept] * self.world_size, False, self.group)
             all_i = torch.cat(_all_gather_rows(pad_i, [n_kept] * self.world_size, self.group), 0)
-            n_rows, start = n_kept, 0
-        else:  # every rank computed candidates for all rows; each keeps those of its own rows
-            all_v = _GatherRows.apply(pad_v, [n_kept] * self.world_size, True, self.group)
-            all_i = torch.cat(_all_gather_rows(pad_i, [n_kept] * self.world_size, self.group), 0)
-            n_rows, start = kept_sizes[self.rank], sum(kept_sizes[: self.rank])
-        cand_v = torch.cat([all_v[r * n_kept + start: r * n_kept + start + n_rows, : ks[r]]
-                            for r in range(self.world_size)], 1)
-        cand_i = torch.cat([all_i[r * n_kept + start: r * n_kept + start + n_rows, : ks[r]]
-                            for r in range(self.world_size)], 1)
+            n_rows = n_kept
+        else:  # every rank computed candidates for all rows; each gets those of its own rows
+            all_v = _AllToAllRows.apply(pad_v, kept_sizes, self.group)
+            all_i = _all_to_all_rows(pad_i, kept_sizes, self.group)
+            n_rows = kept_sizes[self.rank]
+        cand_v = torch.cat([all_v[r * n_rows: (r + 1) * n_rows, : ks[r]] for r in range(self.world_size)], 1)
+        cand_i = torch.cat([all_i[r * n_rows: (r + 1) * n_rows, : ks[r]] for r in range(self.world_size)], 1)
         return _merge_topk(cand_v, cand_i, k, largest, nan)
 
     def _selection(self, kind, what, k, dim, largest, nan, squeeze=False):
@@ -496,18 +534,16 @@ class ShardedPairwise:
 
 
 def _merge_logsumexp(partial, mode, kept_sizes, group):
-    """log(sum_r exp(partial_r)) without overflow: m = max_r partial_r (all-reduce, no
-    gradient: the result does not depend on it), then m + log(sum_r exp(partial_r - m))."""
+    """log(sum_r exp(partial_r)) without overflow. Replicated result: m = max_r partial_r
+    (all-reduce, no gradient: the result does not depend on it), then m + log(sum_r
+    exp(partial_r - m)) (all-reduce). Row-scattered result: each rank receives its rows'
+    partials from every rank (all-to-all) and takes a local logsumexp over them."""
+    if mode != "replicate":
+        blocks = _AllToAllRows.apply(partial, kept_sizes, group)
+        return torch.logsumexp(blocks.reshape(_world(group), kept_sizes[_rank(group)], *partial.shape[1:]), 0)
     m = _all_reduce(partial.detach(), group, dist.ReduceOp.MAX)
     m = torch.where(torch.isfinite(m), m, torch.zeros_like(m))
-    scaled = torch.exp(partial - m)
-    if mode == "replicate":
-        s = _SumReplicated.apply(scaled, group)
-    else:
-        s = _SumScatterRows.apply(scaled, kept_sizes, group)
-        r = _rank(group)
-        start = sum(kept_sizes[:r])
-        m = m[start: start + kept_sizes[r]]
+    s = _SumReplicated.apply(torch.exp(partial - m), group)
     return m + torch.log(s)
 
 
