@@ -108,7 +108,8 @@ def rank_main(rank, world, port, args, ref_path, out_path):
             ok = bool(torch.equal(out.indices, ref[1])) and bool(torch.allclose(out.values, ref[0], 1e-5, 1e-5))
         else:
             ok = bool(torch.allclose(out, ref, rtol=1e-4, atol=1e-3))
-        res[name] = {"median_s": t, "cpu_s": c, "bytes_received": stats["bytes_received"], "collectives": stats["collectives"],
+        res[name] = {"median_s": t, "cpu_s": c, "bytes_received": stats["bytes_received"],
+                     "collectives": stats["collectives"],
                      "matches_single_process": ok}
     all_res = [None] * world
     dist.all_gather_object(all_res, res)
@@ -165,7 +166,8 @@ def main():
         ok = all(r[name]["matches_single_process"] for r in multi)
         c1, cw = one[name]["cpu_s"], max(r[name]["cpu_s"] for r in multi)
         shape = ", ".join(f"{k}={v}" for k, v in w.items())
-        print(f"| {name} | {shape} | {t1:.4f} | {tw:.4f} | {t1 / tw:.2f}x | {c1:.3f} / {cw:.3f} ({c1 / cw:.2f}x) | {b} | {model_bytes(name, w, args.world)} | "
+        print(f"| {name} | {shape} | {t1:.4f} | {tw:.4f} | {t1 / tw:.2f}x | {c1:.3f} / {cw:.3f} ({c1 / cw:.2f}x) | {b} | "
+              f"{model_bytes(name, w, args.world)} | "
               f"{ok} |")
 
 

@@ -68,7 +68,8 @@ def test_distributed(world, name):
         if "setup" in results:
             failures.append(f"rank {rank} setup:\n{results['setup']}")
         elif results.get(name) != "ok":
-            failures.append(f"rank {rank}:\n{results.get(name, 'not run (exit code ' + str(run['exitcodes'][rank]) + ')')}")
+            missing = f"not run (exit code {run['exitcodes'][rank]})"
+            failures.append(f"rank {rank}:\n{results.get(name, missing)}")
     assert not failures, "\n".join(failures)
 
 

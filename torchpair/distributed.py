@@ -270,7 +270,8 @@ class ShardedPairwise:
         except (ValueError, TypeError, RuntimeError) as exc:
             error = exc
         local = torch.tensor([X.shape[0] if X.dim() == 2 else 0, Y.shape[0] if Y.dim() == 2 else 0,
-                              X.shape[-1] if X.dim() else 0, Y.shape[-1] if Y.dim() else 0, int(error is None)], dtype=torch.int64, device=X.device)
+                              X.shape[-1] if X.dim() else 0, Y.shape[-1] if Y.dim() else 0, int(error is None)],
+                             dtype=torch.int64, device=X.device)
         table = torch.stack(_all_gather_rows(local.unsqueeze(0), [1] * self.world_size, group)).reshape(-1, 5).cpu()
         if error is not None:
             raise error
@@ -630,7 +631,8 @@ def mmd(X: torch.Tensor, Y: torch.Tensor, metric: str = "rbf", unbiased: bool = 
     def within(e, S, sharded, count):
         # the diagonal K(s_i, s_i): each rank its own rows (a batch of 1 x 1 comparisons)
         s = S if sharded else e._enter(S)
-        diag = torch.ops.torchpair.pairwise(s.unsqueeze(-2), s.unsqueeze(-2), metric, **e._local({"X": s, "Y": s}).params)
+        local_params = e._local({"X": s, "Y": s}).params
+        diag = torch.ops.torchpair.pairwise(s.unsqueeze(-2), s.unsqueeze(-2), metric, **local_params)
         diag = _connect(diag.sum(), [s])
         if sharded:
             diag = _SumReplicated.apply(diag, e.group)
