@@ -113,6 +113,26 @@ def references() -> dict[str, torch.Tensor]:
     ]:
         oracle[name], python[name] = o, p
 
+    # pdist, a tensor parameter (minkowski weights), exact transport: scipy and POT oracles
+    import ot
+    from scipy.spatial.distance import cdist as _cdist, pdist as _pdist
+
+    w = torch.rand(3, generator=g, dtype=d) + 0.5
+    refs["in/w"] = w
+    a, b = torch.rand(12, generator=g, dtype=d) + 0.1, torch.rand(10, generator=g, dtype=d) + 0.1
+    a, b = a / a.sum(), b / b.sum()
+    refs["in/a"], refs["in/b"] = a, b
+    M = torch.from_numpy(_cdist(A.numpy(), B.numpy(), "sqeuclidean"))
+    for name, o, p in [
+        ("pdist", torch.from_numpy(_pdist(A.numpy(), "euclidean")), tp.pdist(A)),
+        ("pdist_cityblock", torch.from_numpy(_pdist(A.numpy(), "cityblock")), tp.pdist(A, "cityblock")),
+        ("minkowski_w", torch.from_numpy(_cdist(A.numpy(), B.numpy(), "minkowski", p=3, w=w.numpy())),
+         tp.pairwise(A, B, "minkowski", p=3, w=w)),
+        ("emd2", torch.tensor(ot.emd2(a.numpy(), b.numpy(), M.numpy()), dtype=d), tp.emd2(a, b, M)),
+        ("emd_plan_marginal", a, tp.emd(a, b, M).sum(-1)),
+    ]:
+        oracle[name], python[name] = o, p
+
     # gradients: autograd through the dense formulas vs through the Python API
     def grads(f, *inputs):
         inputs = [t.clone().requires_grad_(True) for t in inputs]

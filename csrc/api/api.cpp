@@ -175,7 +175,20 @@ at::Tensor energy_distance(const at::Tensor& x, const at::Tensor& y, const std::
   return ops::energy_distance(x, y, metric, options.comparison);
 }
 
-// ---- pdist (issue 3a), transport (issue 9), sequences (issue 8): their entry points go here.
+at::Tensor pdist(const at::Tensor& x, const std::string& metric, const PairwiseOperationOptions& options) {
+  return ops::pdist(x, metric, options.comparison);
+}
+
+TransportResult emd(const std::optional<at::Tensor>& a, const std::optional<at::Tensor>& b, const at::Tensor& M,
+                    std::optional<int64_t> max_iter, bool normalize, std::optional<double> mass_tol) {
+  auto [plan, cost, u, v, status] = ops::emd(a, b, M, max_iter, normalize, mass_tol);
+  return {plan, cost, u, v, status};
+}
+
+at::Tensor emd2(const std::optional<at::Tensor>& a, const std::optional<at::Tensor>& b, const at::Tensor& M,
+                std::optional<int64_t> max_iter, bool normalize, std::optional<double> mass_tol) {
+  return emd(a, b, M, max_iter, normalize, mass_tol).cost;
+}
 
 std::vector<std::string> metrics() {
   std::vector<std::string> names;

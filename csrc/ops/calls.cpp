@@ -132,6 +132,15 @@ at::Tensor paired(const at::Tensor& x, const at::Tensor& y, const std::optional<
 // ---- pdist ------------------------------------------------------------------------------
 namespace tp::ops {
 
+std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor> emd(
+    const std::optional<at::Tensor>& a, const std::optional<at::Tensor>& b, const at::Tensor& M,
+    std::optional<int64_t> max_iter, bool normalize, std::optional<double> mass_tol) {
+  using Out = std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor>;
+  static auto op = handle<Out(const Opt&, const Opt&, CT, std::optional<int64_t>, bool, std::optional<double>, bool)>(
+      "torchpair::emd");
+  return op.call(a, b, M, max_iter, normalize, mass_tol, /*warn=*/true);
+}
+
 at::Tensor pdist(const at::Tensor& x, const std::string& metric, const ComparisonOptions& o) {
   static auto op = handle<at::Tensor(CT, SV TP_PARAM_TYPES)>("torchpair::pdist");
   return op.call(x, metric TP_PARAM_FIELDS);

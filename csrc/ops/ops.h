@@ -76,6 +76,10 @@ std::string catalog_json();
 std::string build_info_json();
 // Condensed upper triangle of pairwise(x, None) in scipy's order: [..., N(N-1)/2].
 at::Tensor pdist(const at::Tensor& x, const std::string& metric, const ComparisonOptions& o);
+// exact optimal transport (ops/transport.cpp): (plan, cost, u, v, status)
+std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor> emd(
+    const std::optional<at::Tensor>& a, const std::optional<at::Tensor>& b, const at::Tensor& M,
+    std::optional<int64_t> max_iter, bool normalize, std::optional<double> mass_tol);
 
 // K(x_i, x_i) for every row of x [..., N, D], computed as exact self-comparisons (the
 // diagonal of pairwise(x, None)), differentiable. `op` names the caller in messages.

@@ -38,8 +38,30 @@ at::Tensor mmd(const at::Tensor& x, const at::Tensor& y, const std::string& metr
 at::Tensor energy_distance(const at::Tensor& x, const at::Tensor& y, const std::string& metric = "euclidean",
                            const PairwiseOperationOptions& options = {});
 
-// ---- entry points added with their subsystems --------------------------------------
-// pdist (issue 3a), transport (issue 9) and sequences (issue 8) go here, each a thin call
-// of its registered dispatcher operator through csrc/ops/calls.cpp, as above.
+// ---- condensed distances and exact optimal transport ------------------------------------
+// scipy's pdist: the condensed upper triangle [..., N(N-1)/2] of X [..., N, D] against itself,
+// in scipy's order, computing only that half (torchpair::pdist).
+at::Tensor pdist(const at::Tensor& x, const std::string& metric = "euclidean",
+                 const PairwiseOperationOptions& options = {});
+
+// The result of an exact transport problem (torchpair::emd): plan [..., n, m], cost [...],
+// dual potentials u [..., n], v [..., m] (centred to sum 0) and status [...] (0 optimal,
+// 1 stopped at max_iter, with a warning).
+struct TransportResult {
+  at::Tensor plan, cost, u, v, status;
+};
+// POT's ot.emd / ot.emd2: a [..., n], b [..., m] (nullopt: uniform), M [..., n, m]; float64
+// network simplex on the CPU (CUDA inputs are copied there and back). Differentiable w.r.t.
+// M (the plan) and a, b (the duals).
+TransportResult emd(const std::optional<at::Tensor>& a, const std::optional<at::Tensor>& b, const at::Tensor& M,
+                    std::optional<int64_t> max_iter = std::nullopt, bool normalize = false,
+                    std::optional<double> mass_tol = std::nullopt);
+// The optimal cost alone, [...].
+at::Tensor emd2(const std::optional<at::Tensor>& a, const std::optional<at::Tensor>& b, const at::Tensor& M,
+                std::optional<int64_t> max_iter = std::nullopt, bool normalize = false,
+                std::optional<double> mass_tol = std::nullopt);
+
+// Token sequences (tp.seq in Python) have no C++ entry point yet: call the registered
+// operators torchpair::_seq_dense / _seq_pdist / _seq_topk through the dispatcher.
 
 }  // namespace tp

@@ -179,6 +179,19 @@ void sets(const Refs& r) {
   options.comparison.gamma = 0.3;
   compare(r, "mmd_unbiased", tp::mmd(A, B, "rbf", true, options));
   compare(r, "energy_distance", tp::energy_distance(A, B));
+
+  compare(r, "pdist", tp::pdist(A));
+  compare(r, "pdist_cityblock", tp::pdist(A, "cityblock"));
+  tp::PairwiseOperationOptions mink;
+  mink.comparison.p = 3.0;
+  mink.comparison.w = get(r, "in/w");
+  compare(r, "minkowski_w", tp::pairwise(A, B, "minkowski", mink));
+  const at::Tensor a = get(r, "in/a"), b = get(r, "in/b");
+  const at::Tensor M = tp::pairwise(A, B, "sqeuclidean");
+  compare(r, "emd2", tp::emd2(a, b, M));
+  const tp::TransportResult t = tp::emd(a, b, M);
+  CHECK_THAT(t.status.item<int64_t>() == 0, "emd status " << t.status);
+  compare(r, "emd_plan_marginal", t.plan.sum(-1));
 }
 
 // Gradients computed in C++ (through the operators' C++ autograd) against the oracle's.
