@@ -48,7 +48,7 @@ def main():
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--json")
     args = ap.parse_args()
-    repeat = 3 if args.quick else 5
+    repeat = 3
     n = 500 if args.quick else 2000
     results = []
     for d in (256, 2048):

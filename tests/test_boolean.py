@@ -237,6 +237,13 @@ def test_lazy_topk_min_argmin(metric, generic, monkeypatch):
         assert torch.equal(mn.indices, first)
 
 
+def test_lazy_dtype():
+    x = bits((4, 10), 0.5)
+    assert tp.lazy(x, None, "jaccard").dtype == torch.float32 == tp.pairwise(x, None, "jaccard").dtype
+    assert tp.lazy(x, x.double(), "dice").dtype == torch.float64
+    assert tp.lazy(x, None, "equal").dtype == torch.bool
+
+
 def test_lazy_equal_and_self():
     x = bits((40, 33), 0.5)
     x[5] = x[17]
