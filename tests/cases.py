@@ -48,6 +48,10 @@ class MetricCase:
         elif self.domain == "probability":
             x = x.abs() + 0.05
             x = x / x.sum(-1, keepdim=True)
+        elif self.domain == "boolean":  # 0/1 values (nonzero = True), density 0.5
+            x = (torch.rand(*shape, dtype=torch.float64, generator=generator) < 0.5).double()
+        elif self.domain == "categorical":  # small integers: many equal values
+            x = torch.randint(0, 3, shape, generator=generator).double()
         return x.to(dtype)
 
 
@@ -402,4 +406,149 @@ OP_CASES += [
     OpCase("torchpair::emd", lambda dt: _emd_args(dt, public=True), id="emd"),
     OpCase("torchpair::_emd", _emd_args, id="_emd"),
     OpCase("torchpair::_emd_backward", _emd_backward_args, id="_emd_backward"),
+# ---------------------------------------------------------------------------------------
+# Boolean family (issue 4): scipy / sklearn on the inputs' nonzero patterns (or values).
+# ---------------------------------------------------------------------------------------
+def _on_bools(metric):
+    """scipy on the nonzero patterns; where scipy's value is NaN (0/0: two all-False rows for
+    dice / sokalsneath, D = 0), torchpair's documented convention: 0 (docs/conventions.md)."""
+    def oracle(x, y):
+        with np.errstate(divide="ignore", invalid="ignore"):
+            r = ssd.cdist(x != 0, y != 0, metric) if x.shape[1] else np.full((x.shape[0], y.shape[0]), np.nan)
+        return np.where(np.isnan(r), 0.0, r)
+    return oracle
+
+
+def _counts(x, y):
+    """TT, TF, FT, FF of every pair, float64 (numpy; scipy's definitions)."""
+    xb, yb = (x != 0).astype(np.float64), (y != 0).astype(np.float64)
+    tt = xb @ yb.T
+    tf = xb @ (1 - yb).T
+    ft = (1 - xb) @ yb.T
+    ff = (1 - xb) @ (1 - yb).T
+    return tt, tf, ft, ff
+
+
+def kulczynski1_oracle(x, y):
+    """scipy <= 1.13's kulczynski1, TT / (TF + FT) (removed from scipy 1.14); +inf where
+    TF + FT = 0 (torchpair's convention)."""
+    tt, tf, ft, _ = _counts(x, y)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(tf + ft == 0, np.inf, tt / (tf + ft))
+
+
+def sokalmichener_oracle(x, y):
+    """scipy <= 1.13's sokalmichener, R / (S + R), R = 2 (TF + FT), S = TT + FF."""
+    tt, tf, ft, ff = _counts(x, y)
+    r = 2 * (tf + ft)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(tt + ff + r == 0, 0.0, r / (tt + ff + r))
+
+
+def tanimoto_oracle(x, y):
+    return 1.0 - ssd.cdist(x != 0, y != 0, "jaccard")
+
+
+def matching_oracle(x, y):
+    from sklearn.metrics import DistanceMetric
+    return DistanceMetric.get_metric("matching").pairwise((x != 0).astype(np.float64), (y != 0).astype(np.float64))
+
+
+def equal_oracle(x, y):
+    return (x[:, None, :] == y[None, :, :]).all(-1).astype(np.float64)
+
+
+_BOOL_DIMS = (1, 63, 65, 130)
+# rows that also run through every generic test (parity, lazy consumers, compile): their
+# self-comparisons are 0 (distances) and their values finite
+BOOLEAN_METRIC_CASES: list[MetricCase] = [
+    MetricCase(m, {}, _on_bools(m), domain="boolean", differentiable=False, rtol64=1e-12, rtol32=1e-6, dims=_BOOL_DIMS)
+    for m in ("dice", "jaccard", "rogerstanimoto", "sokalsneath", "yule", "hamming")
+] + [
+    MetricCase("sokalmichener", {}, sokalmichener_oracle, domain="boolean", differentiable=False, rtol64=1e-12,
+               rtol32=1e-6, dims=_BOOL_DIMS),
+    MetricCase("tanimoto", {}, tanimoto_oracle, domain="boolean", differentiable=False, rtol64=1e-12, rtol32=1e-6,
+               dims=_BOOL_DIMS),
+    MetricCase("matching", {}, matching_oracle, domain="boolean", differentiable=False, rtol64=1e-12, rtol32=1e-6,
+               dims=_BOOL_DIMS),
+    # hamming on values (the equality engine), unweighted and weighted
+    MetricCase("hamming", {}, lambda x, y: ssd.cdist(x, y, "hamming"), domain="categorical", differentiable=False,
+               rtol64=1e-12, rtol32=1e-6, dims=(1, 5, 33), id="hamming[values]"),
+]
+METRIC_CASES += BOOLEAN_METRIC_CASES
+METRIC_IDS = [c.id for c in METRIC_CASES]
+# every scipy-parity row of the Boolean family, including those whose self-comparisons are
+# not 0 (russellrao) or not finite (kulczynski1): tests/test_boolean.py
+BOOLEAN_ORACLES = {
+    "dice": _on_bools("dice"),
+    "jaccard": _on_bools("jaccard"),
+    "kulczynski1": kulczynski1_oracle,
+    "rogerstanimoto": _on_bools("rogerstanimoto"),
+    "russellrao": _on_bools("russellrao"),
+    "sokalmichener": sokalmichener_oracle,
+    "sokalsneath": _on_bools("sokalsneath"),
+    "yule": _on_bools("yule"),
+    "tanimoto": tanimoto_oracle,
+    "hamming": _on_bools("hamming"),
+    "matching": matching_oracle,
+    "equal": equal_oracle,
+}
+
+
+def _packed_args(kernel, dtype, d_features=70, symmetric=False, v_cols=None, transpose=False):
+    """Core-op arguments of a bit-packed kernel: int64 words [2, n, ceil(D / 64)]."""
+    g = torch.Generator().manual_seed(7)
+    words = (d_features + 63) // 64
+    def rows(n):
+        w = torch.randint(-2**62, 2**62, (2, n, words), generator=g, dtype=torch.int64)
+        if d_features % 64:  # features beyond D are 0
+            w[..., -1] &= (1 << (d_features % 64)) - 1
+        return w
+    x = rows(5)
+    y = x if symmetric else rows(7)
+    args = [x, y, None, None]
+    if v_cols is not None:
+        args.append(torch.randn(2, 5 if transpose else 7, v_cols, dtype=dtype, generator=g))
+    return tuple(args + [kernel, [float(d_features)], symmetric, transpose, dtype])
+
+
+def _equality_args(dtype, weighted=False, v_cols=None):
+    g = torch.Generator().manual_seed(8)
+    x = torch.randint(0, 3, (2, 5, 6), generator=g).double()
+    y = torch.randint(0, 3, (2, 7, 6), generator=g).double()
+    if weighted:
+        w = torch.rand(6, generator=g, dtype=torch.float64)
+        x, y = torch.cat([x, w.expand(2, 5, 6)], -1), torch.cat([y, w.expand(2, 7, 6)], -1)
+    args = [x, y, None, None]
+    if v_cols is not None:
+        args.append(torch.randn(2, 7, v_cols, dtype=dtype, generator=g))
+    return tuple(args + ["equality_hamming", [1.0 if weighted else 0.0], False, False, dtype])
+
+
+def _bool_public(dtype, metric="jaccard"):
+    g = torch.Generator().manual_seed(9)
+    return (torch.rand(2, 5, 70, generator=g) < 0.3, (torch.rand(2, 6, 70, generator=g) < 0.3).to(dtype), metric)
+
+
+OP_CASES += [
+    OpCase("torchpair::_dense", lambda dt: _packed_args("packed_jaccard", dt), id="_dense-packed_jaccard"),
+    OpCase("torchpair::_dense", lambda dt: _packed_args("packed_yule", dt, symmetric=True, transpose=True),
+           id="_dense-packed_yule-self-t1"),
+    OpCase("torchpair::_matmul", lambda dt: _packed_args("packed_dice", dt, v_cols=3), id="_matmul-packed_dice"),
+    OpCase("torchpair::_row_reduce", lambda dt: _insert(_packed_args("packed_hamming", dt), 4, "logsumexp"),
+           id="_row_reduce-packed_hamming"),
+    OpCase("torchpair::_topk", lambda dt: _insert(_packed_args("packed_tanimoto", dt), 4, 3, True, True),
+           id="_topk-packed_tanimoto"),
+    OpCase("torchpair::_softmax_matmul", lambda dt: _packed_args("packed_russellrao", dt, v_cols=2),
+           id="_softmax_matmul-packed_russellrao"),
+    OpCase("torchpair::_paired", lambda dt: (*_packed_args("packed_jaccard", dt, symmetric=True)[:4], None,
+                                             "packed_jaccard", [70.0], dt), id="_paired-packed_jaccard"),
+    OpCase("torchpair::_dense", lambda dt: _equality_args(dt), id="_dense-equality_hamming"),
+    OpCase("torchpair::_dense", lambda dt: _equality_args(dt, weighted=True), id="_dense-equality_hamming-w"),
+    OpCase("torchpair::_matmul", lambda dt: _equality_args(dt, v_cols=2), id="_matmul-equality_hamming"),
+    OpCase("torchpair::pairwise", lambda dt: _bool_public(dt), id="pairwise-jaccard"),
+    OpCase("torchpair::pairwise", lambda dt: _bool_public(dt, "equal"), id="pairwise-equal"),
+    OpCase("torchpair::pairwise", lambda dt: (torch.randint(0, 3, (2, 5, 4)).to(dt), None, "hamming"),
+           {"w": torch.tensor([1.0, 2.0, 0.5, 1.0], dtype=torch.float64)}, id="pairwise-hamming-w"),
+    OpCase("torchpair::lazy_topk", lambda dt: (*_bool_public(dt, "tanimoto"), 2, -1, True), id="lazy_topk-tanimoto"),
 ]

@@ -121,6 +121,13 @@ class LazyPairwise(_PairwiseExpression):
 
     @property
     def dtype(self) -> torch.dtype:
+        from ._catalog import metric_info
+        info = metric_info(self.metric)
+        if info["family"] == "boolean":  # docs/contracts.md: float32, float64 if an input is, bool for `equal`
+            if info["output"] == "bool":
+                return torch.bool
+            dtypes = {self.X.dtype, (self.X if self.Y is None else self.Y).dtype}
+            return torch.float64 if torch.float64 in dtypes else torch.float32
         return self.X.dtype
 
     @property

@@ -88,6 +88,29 @@ std::vector<MetricInfo> build() {
          &prepare_hellinger);
     dist("snr", {}, {}, fp, "var(x - y) / var(x) (signal-to-noise ratio distance)", &prepare_snr);
   }
+  // Boolean family (prepare_boolean.cpp): not differentiable, any bool/integer/floating input.
+  const std::string bin = "bool, integer or floating (nonzero = True)";
+  const std::string bout = "float32 (float64 if an input is float64)";
+  auto boolean = [&](const char* name, const char* kind, const char* doc, PrepareFn fn,
+                     std::vector<ParamInfo> params = {}, std::string input = "", std::string output = "") {
+    rows.push_back({name, {}, "boolean", kind, std::move(params), false, input.empty() ? bin : input,
+                    output.empty() ? bout : output, doc, fn});
+  };
+  boolean("dice", "distance", "(TF + FT) / (2 TT + TF + FT)", &prepare_dice);
+  boolean("jaccard", "distance", "(TF + FT) / (TT + TF + FT)", &prepare_jaccard);
+  boolean("kulczynski1", "similarity", "TT / (TF + FT)", &prepare_kulczynski1);
+  boolean("rogerstanimoto", "distance", "R / (TT + FF + R), R = 2 (TF + FT)", &prepare_rogerstanimoto);
+  boolean("russellrao", "distance", "(D - TT) / D", &prepare_russellrao);
+  boolean("sokalmichener", "distance", "R / (TT + FF + R), R = 2 (TF + FT)", &prepare_sokalmichener);
+  boolean("sokalsneath", "distance", "R / (TT + R), R = 2 (TF + FT)", &prepare_sokalsneath);
+  boolean("yule", "distance", "2 TF FT / (TT FF + TF FT)", &prepare_yule);
+  boolean("tanimoto", "similarity", "TT / (TT + TF + FT) = 1 - jaccard", &prepare_tanimoto);
+  boolean("matching", "distance", "(TF + FT) / D (sklearn's name for Boolean hamming)", &prepare_matching);
+  const ParamInfo kWeights{"w", "tensor", "None (all 1)", "per-feature weights [D], finite and >= 0 (scipy's w)"};
+  boolean("hamming", "distance", "sum_k w_k [x_k != y_k] / sum_k w_k (values compared; NaN != NaN)",
+          &prepare_hamming, {kWeights}, "any bool, integer or floating dtype (values compared)");
+  boolean("equal", "similarity", "all_k x_k == y_k (rows identical)", &prepare_equal, {},
+          "any bool, integer or floating dtype (values compared)", "bool");
   return rows;
 }
 

@@ -31,6 +31,9 @@ struct Prepared {
   std::string kernel;
   std::vector<double> scalars;
   bool symmetric = false;
+  // Tile value (and result) dtype for kernels over non-floating operands (Boolean family);
+  // unset: the operands' dtype.
+  std::optional<at::ScalarType> dtype;
 };
 
 using PrepareFn = Prepared (*)(const Inputs&, const ComparisonOptions&);

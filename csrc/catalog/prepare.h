@@ -50,5 +50,23 @@ Prepared prepare_haversine(const Inputs& in, const ComparisonOptions& o);
 Prepared prepare_nan_euclidean(const Inputs& in, const ComparisonOptions& o);
 Prepared prepare_hellinger(const Inputs& in, const ComparisonOptions& o);
 Prepared prepare_snr(const Inputs& in, const ComparisonOptions& o);
+// ---- Boolean family (bit-packed counts, equality counts); csrc/catalog/prepare_boolean.cpp --
+// Inputs of any bool/integer/floating dtype (nonzero = True); operands are detached, so the
+// results never carry a gradient. Values are float32, float64 if an input is float64.
+Prepared prepare_dice(const Inputs& in, const ComparisonOptions& o);
+Prepared prepare_jaccard(const Inputs& in, const ComparisonOptions& o);
+Prepared prepare_tanimoto(const Inputs& in, const ComparisonOptions& o);
+Prepared prepare_kulczynski1(const Inputs& in, const ComparisonOptions& o);
+Prepared prepare_rogerstanimoto(const Inputs& in, const ComparisonOptions& o);
+Prepared prepare_russellrao(const Inputs& in, const ComparisonOptions& o);
+Prepared prepare_sokalmichener(const Inputs& in, const ComparisonOptions& o);
+Prepared prepare_sokalsneath(const Inputs& in, const ComparisonOptions& o);
+Prepared prepare_yule(const Inputs& in, const ComparisonOptions& o);
+Prepared prepare_matching(const Inputs& in, const ComparisonOptions& o);
+// hamming / equal compare values (bool inputs without weights take the bit-packed path).
+Prepared prepare_hamming(const Inputs& in, const ComparisonOptions& o);
+Prepared prepare_equal(const Inputs& in, const ComparisonOptions& o);
+// x [B, n, D] -> [B, n, ceil(D / 64)] int64 words of the nonzero pattern (ATen ops, any device).
+at::Tensor pack_bits(const at::Tensor& x);
 
 }  // namespace tp::catalog

@@ -1,5 +1,6 @@
 // Instantiates the CPU tile producers for every engine kernel (compiled per CPU capability).
 #include "cpu/sources.h"
+#include "cpu/boolean_sources.h"
 #include "metrics/kernel_list.h"
 
 namespace tp::cpu {
@@ -20,6 +21,16 @@ engine::SourcePtr<T> make_source(const SourceSpec& spec, const Operands& ops) {
     TORCHPAIR_INNER_PRODUCT_KERNELS(TP_INNER_PRODUCT)
 #undef TP_ELEMENTWISE
 #undef TP_INNER_PRODUCT
+#define TP_PACKED(id, def) \
+  case KernelId::id:       \
+    return std::make_unique<PackedSource<T, metrics::def>>(spec, ops);
+#define TP_EQUALITY(id, def) \
+  case KernelId::id:         \
+    return std::make_unique<EqualitySource<T, metrics::def>>(spec, ops);
+    TORCHPAIR_PACKED_KERNELS(TP_PACKED)
+    TORCHPAIR_EQUALITY_KERNELS(TP_EQUALITY)
+#undef TP_PACKED
+#undef TP_EQUALITY
     default:
       break;
   }

@@ -2,6 +2,9 @@
 // Engine kernel ids, generated from the kernel list (metrics/kernel_list.h).
 #include <cstdint>
 #include <string>
+#include <vector>
+
+#include <c10/core/ScalarType.h>
 
 #include "metrics/kernel_traits.h"
 
@@ -24,5 +27,12 @@ int64_t kernel_scalar_count(KernelId id);
 // inner-product families). Kernels over other operands (bit-packed words, tokens) validate
 // their operands themselves and need an explicit value dtype.
 bool kernel_has_floating_operands(KernelId id);
+// The operand dtype of the other kernels: int64 words for the bit-packed Boolean kernels,
+// float64 values for the equality kernels (Undefined for floating kernels).
+c10::ScalarType kernel_operand_type(KernelId id);
+// Kernel-specific checks of the scalars against the operands' feature count d (packed
+// kernels: D fits the words; equality kernels: the weighted flag); c10::ValueError naming
+// 'scalars' otherwise. Called after the scalar count has been checked.
+void check_kernel_scalars(KernelId id, const std::vector<double>& scalars, int64_t d, const char* op);
 
 }  // namespace tp::engine

@@ -14,6 +14,7 @@
 #include "metrics/inner_product.h"
 #include "metrics/kernels.h"
 #include "metrics/distances.h"
+#include "metrics/boolean.h"
 #include "metrics/kernel_list.h"
 
 namespace tp::generic {
@@ -255,9 +256,112 @@ struct InnerProductEvaluator final : Evaluator {
   }
 };
 
-std::unique_ptr<Evaluator> make_evaluator(const engine::SourceSpec& spec) {
+// ---- Boolean family (metrics/boolean.h): counts on tiles, then the metric's formula -----
+// Not differentiable (the catalog detaches their operands): the vjps only raise.
+[[noreturn]] inline void boolean_not_differentiable() {
+  TORCH_CHECK(false, "torchpair: Boolean and equality comparisons are not differentiable");
+}
+
+// popcount of every int64 word (SWAR with ATen integer ops, so it runs on any device).
+// Arithmetic shifts are harmless: every shifted value is masked, and the final byte sum
+// (at most 64) has a clear sign bit.
+inline at::Tensor popcount64(const at::Tensor& v) {
+  at::Tensor x = v - v.bitwise_right_shift(1).bitwise_and(int64_t(0x5555555555555555LL));
+  x = x.bitwise_and(int64_t(0x3333333333333333LL)) + x.bitwise_right_shift(2).bitwise_and(int64_t(0x3333333333333333LL));
+  x = (x + x.bitwise_right_shift(4)).bitwise_and(int64_t(0x0f0f0f0f0f0f0f0fLL));
+  return (x * int64_t(0x0101010101010101LL)).bitwise_right_shift(56);
+}
+
+template <typename M>
+struct PackedEvaluator final : Evaluator {
+  double features;
+  at::ScalarType value_type;
+  PackedEvaluator(const std::vector<double>& sc, at::ScalarType vt) : features(sc.at(0)), value_type(vt) {
+    elementwise = true;  // a tile's [B, nr, nc, words] intermediate counts against the budget
+  }
+
+  // formula of broadcastable words x [..., W], y [..., W] (x is the kernel's x operand)
+  at::Tensor evaluate(const at::Tensor& x, const at::Tensor& y) const {
+    const auto opts = x.options().dtype(value_type);
+    const at::Tensor tt = popcount64(x.bitwise_and(y)).sum(-1).to(value_type);
+    const at::Tensor nx = popcount64(x).sum(-1).to(value_type), ny = popcount64(y).sum(-1).to(value_type);
+    const at::Tensor tf = nx - tt, ft = ny - tt;
+    const at::Tensor ff = at::full({}, features, opts) - nx - ny + tt;
+    return M::value(tt, tf, ft, ff);
+  }
+  at::Tensor values(const Tile& t) const override {
+    const at::Tensor r = t.rowx.unsqueeze(2), c = t.colx.unsqueeze(1);
+    return t.flipped ? evaluate(c, r) : evaluate(r, c);
+  }
+  at::Tensor vjp(const Tile&, const at::Tensor&, at::Tensor&, at::Tensor&) const override {
+    boolean_not_differentiable();
+  }
+  at::Tensor paired_values(const at::Tensor& x, const at::Tensor& y, const at::Tensor&, const at::Tensor&,
+                           const at::Tensor&) const override {
+    return evaluate(x, y);
+  }
+  engine::Grads4 paired_vjp(const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&,
+                            const at::Tensor&, const at::Tensor&) const override {
+    boolean_not_differentiable();
+  }
+};
+
+template <typename M>
+struct EqualityEvaluator final : Evaluator {
+  bool weighted;
+  at::ScalarType value_type;
+  EqualityEvaluator(const std::vector<double>& sc, at::ScalarType vt) : weighted(sc.at(0) == 1.0), value_type(vt) {
+    elementwise = true;
+  }
+
+  // x [..., d], y [..., d] float64 ([values | weights] when weighted; x's weights are used)
+  at::Tensor evaluate(const at::Tensor& x, const at::Tensor& y) const {
+    const int64_t D = weighted ? x.size(-1) / 2 : x.size(-1);
+    const at::Tensor differ = x.narrow(-1, 0, D).ne(y.narrow(-1, 0, D));
+    at::Tensor neq, total;
+    if (weighted) {
+      const at::Tensor w = x.narrow(-1, D, D);
+      neq = at::where(differ, w, at::zeros({}, w.options())).sum(-1);
+      total = w.sum(-1).expand_as(neq);
+    } else {
+      neq = differ.sum(-1).to(at::kDouble);
+      total = at::full_like(neq, double(D));
+    }
+    neq = neq.to(value_type);
+    total = total.to(value_type);
+    const at::Tensor zero = at::zeros_like(neq);
+    return M::value(total - neq, neq, zero, zero);
+  }
+  at::Tensor values(const Tile& t) const override {
+    const at::Tensor r = t.rowx.unsqueeze(2), c = t.colx.unsqueeze(1);
+    return t.flipped ? evaluate(c, r) : evaluate(r, c);
+  }
+  at::Tensor vjp(const Tile&, const at::Tensor&, at::Tensor&, at::Tensor&) const override {
+    boolean_not_differentiable();
+  }
+  at::Tensor paired_values(const at::Tensor& x, const at::Tensor& y, const at::Tensor&, const at::Tensor&,
+                           const at::Tensor&) const override {
+    return evaluate(x, y);
+  }
+  engine::Grads4 paired_vjp(const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&,
+                            const at::Tensor&, const at::Tensor&) const override {
+    boolean_not_differentiable();
+  }
+};
+
+std::unique_ptr<Evaluator> make_evaluator(const engine::SourceSpec& spec, at::ScalarType value_type) {
   using engine::KernelId;
   switch (spec.kernel) {
+#define TP_PACKED(id, def) \
+  case KernelId::id:       \
+    return std::make_unique<PackedEvaluator<metrics::def>>(spec.scalars, value_type);
+#define TP_EQUALITY(id, def) \
+  case KernelId::id:         \
+    return std::make_unique<EqualityEvaluator<metrics::def>>(spec.scalars, value_type);
+    TORCHPAIR_PACKED_KERNELS(TP_PACKED)
+    TORCHPAIR_EQUALITY_KERNELS(TP_EQUALITY)
+#undef TP_PACKED
+#undef TP_EQUALITY
 #define TP_ELEMENTWISE(id, def) \
   case KernelId::id:            \
     return std::make_unique<ElementwiseEvaluator<metrics::def>>(spec.scalars);
@@ -331,7 +435,7 @@ template <typename Gup, typename After>
 engine::Grads4 backward_sweeps(const Request& req, std::array<bool, 4> mask, bool want_values, const Gup& gup,
                                const After& after) {
   engine::Grads4 g;
-  auto ev = make_evaluator(req.spec);
+  auto ev = make_evaluator(req.spec, req.value_type);
   const bool need_x = mask[0] || mask[2], need_y = mask[1] || mask[3];
   for (int pass = 0; pass < 2; ++pass) {
     const bool flipped = pass == 0 ? req.spec.flipped : !req.spec.flipped;
@@ -357,7 +461,7 @@ engine::Grads4 backward_sweeps(const Request& req, std::array<bool, 4> mask, boo
 }  // namespace
 
 at::Tensor dense(const Request& req) {
-  auto ev = make_evaluator(req.spec);
+  auto ev = make_evaluator(req.spec, req.value_type);
   Sweep sw(req, req.spec.flipped, *ev);
   at::Tensor out = at::empty({req.batch(), sw.rows(), sw.cols()}, req.value_options());
   sw.for_each([&](int64_t r0, int64_t nr, int64_t c0, int64_t nc) {
@@ -377,7 +481,7 @@ engine::Grads4 dense_backward(const at::Tensor& grad, const Request& req, std::a
 }
 
 at::Tensor matmul(const Request& req, const at::Tensor& v) {
-  auto ev = make_evaluator(req.spec);
+  auto ev = make_evaluator(req.spec, req.value_type);
   Sweep sw(req, req.spec.flipped, *ev);
   at::Tensor out = at::zeros({req.batch(), sw.rows(), v.size(2)}, req.value_options());
   sw.for_each([&](int64_t r0, int64_t nr, int64_t c0, int64_t nc) {
@@ -402,7 +506,7 @@ engine::Grads5 matmul_backward(const at::Tensor& grad, const Request& req, const
 }
 
 at::Tensor row_reduce(const Request& req, engine::RowReduction reduction) {
-  auto ev = make_evaluator(req.spec);
+  auto ev = make_evaluator(req.spec, req.value_type);
   Sweep sw(req, req.spec.flipped, *ev);
   if (reduction == engine::RowReduction::kSum) {
     at::Tensor out = at::zeros({req.batch(), sw.rows()}, req.value_options());
@@ -447,7 +551,7 @@ engine::Grads4 row_reduce_backward(const at::Tensor& grad, const Request& req, e
 // stably, so ties keep the lower column; NaN first when nan_first (torch.min/max; torch.topk
 // with largest=True), last otherwise.
 std::tuple<at::Tensor, at::Tensor> topk(const Request& req, int64_t k, bool largest, bool nan_first) {
-  auto ev = make_evaluator(req.spec);
+  auto ev = make_evaluator(req.spec, req.value_type);
   Sweep sw(req, req.spec.flipped, *ev);
   const auto long_opts = req.value_options().dtype(at::kLong);
   at::Tensor values = at::empty({req.batch(), sw.rows(), k}, req.value_options());
@@ -480,7 +584,7 @@ std::tuple<at::Tensor, at::Tensor> topk(const Request& req, int64_t k, bool larg
 }
 
 std::tuple<at::Tensor, at::Tensor> softmax_matmul(const Request& req, const at::Tensor& v) {
-  auto ev = make_evaluator(req.spec);
+  auto ev = make_evaluator(req.spec, req.value_type);
   Sweep sw(req, req.spec.flipped, *ev);
   const int64_t C = v.size(2);
   at::Tensor out = at::zeros({req.batch(), sw.rows(), C}, req.value_options());
@@ -538,12 +642,12 @@ engine::Grads5 softmax_matmul_backward(const at::Tensor& grad, const Request& re
 
 // ---- paired values: value_p = K(x_p, y_p) for matched rows ---------------------------------
 at::Tensor paired(const Request& req, const at::Tensor& self_mask) {
-  auto ev = make_evaluator(req.spec);
+  auto ev = make_evaluator(req.spec, req.value_type);
   return ev->paired_values(req.x, req.y, req.a, req.b, self_mask);
 }
 
 engine::Grads4 paired_backward(const at::Tensor& grad, const Request& req, const at::Tensor& self_mask) {
-  auto ev = make_evaluator(req.spec);
+  auto ev = make_evaluator(req.spec, req.value_type);
   return ev->paired_vjp(req.x, req.y, req.a, req.b, self_mask, grad);
 }
 

@@ -34,3 +34,24 @@
   _(matern_gemm, MaternGemm)               \
   _(rational_quadratic_gemm, RationalQuadraticGemm) \
   _(cosine_gemm, CosineGemm)
+
+// Boolean family (metrics/boolean.h): one formula over the counts (TT, TF, FT, FF).
+// packed_*: bit-packed operands (int64 words, 64 features each), counted by popcount; one
+// scalar, the number of features D.
+#define TORCHPAIR_PACKED_KERNELS(_)        \
+  _(packed_dice, Dice)                     \
+  _(packed_jaccard, Jaccard)               \
+  _(packed_tanimoto, Tanimoto)             \
+  _(packed_kulczynski1, Kulczynski1)       \
+  _(packed_rogerstanimoto, RogersTanimoto) \
+  _(packed_russellrao, RussellRao)         \
+  _(packed_sokalsneath, SokalSneath)       \
+  _(packed_yule, Yule)                     \
+  _(packed_hamming, Hamming)               \
+  _(packed_equal, Equal)
+
+// equality_*: float64 operands compared by value (NaN != NaN, -0 == 0); one scalar, 1 when
+// the operands carry per-feature weights as a second half of their features ([values | w]).
+#define TORCHPAIR_EQUALITY_KERNELS(_) \
+  _(equality_hamming, Hamming)        \
+  _(equality_equal, Equal)

@@ -31,6 +31,11 @@
 //     template <class V> static void grad(const V& g, const V& a, const V& b, const V& value,
 //                                         V& fg, V& fa, V& fb, const Scalars&);
 //
+// Boolean family (metrics/boolean.h; not differentiable): value = f(TT, TF, FT, FF), the
+// counts of (x_k, y_k) = (T, T), (T, F), (F, T), (F, F) (nonzero = True), produced by the
+// bit-packed popcount engine or the equality engine. A definition provides
+//     template <class V> static V value(const V& tt, const V& tf, const V& ft, const V& ff);
+//
 // V is a scalar, an at::vec::Vectorized<T> or an at::Tensor (csrc/metrics/math.h).
 #include <cstdint>
 
@@ -43,6 +48,11 @@ struct Scalars {
   double operator[](int64_t i) const { return values[i]; }
 };
 
-enum class Family : int { Elementwise = 0, InnerProduct = 1 };
+enum class Family : int {
+  Elementwise = 0,
+  InnerProduct = 1,
+  Packed = 2,    // Boolean family on bit-packed int64 words (popcount)
+  Equality = 3,  // Boolean family (hamming, equal) on float64 values compared for equality
+};
 
 }  // namespace tp::metrics

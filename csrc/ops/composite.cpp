@@ -37,6 +37,12 @@ void check_input(const char* op, const char* name, const at::Tensor& t, const ca
   TORCH_CHECK_VALUE(t.layout() == at::kStrided, "torchpair.", op, ": '", name,
                     "' must be a dense (strided) tensor, got layout ", t.layout());
   const auto st = t.scalar_type();
+  if (info.family == "boolean") {  // bool, integer or floating (nonzero = True / values compared)
+    TORCH_CHECK_TYPE(at::isIntegralType(st, /*includeBool=*/true) || at::isFloatingType(st), "torchpair.", op,
+                     ": metric '", info.name, "' needs a bool, integer or floating '", name, "' (", info.input,
+                     "), got ", dtype_name(st));
+    return;
+  }
   TORCH_CHECK_TYPE(at::isFloatingType(st) && st != at::kFloat8_e4m3fn && st != at::kFloat8_e5m2, "torchpair.", op,
                    ": metric '", info.name, "' needs floating-point '", name, "' (", info.input, "), got ",
                    dtype_name(st));
@@ -81,7 +87,8 @@ Flat flatten(const char* op, const catalog::MetricInfo& info, const at::Tensor& 
     check_input(op, "y", y, info);
     TORCH_CHECK_VALUE(x.device() == y.device(), "torchpair.", op, ": 'x' is on ", x.device(), " but 'y' is on ",
                       y.device());
-    TORCH_CHECK_TYPE(x.scalar_type() == y.scalar_type(), "torchpair.", op, ": 'x' has dtype ",
+    // Boolean-family metrics take mixed dtypes (each side is packed / compared by value).
+    TORCH_CHECK_TYPE(x.scalar_type() == y.scalar_type() || info.family == "boolean", "torchpair.", op, ": 'x' has dtype ",
                      dtype_name(x.scalar_type()), " but 'y' has ", dtype_name(y.scalar_type()),
                      "; convert them to one dtype");
     TORCH_CHECK_VALUE(x.sym_size(-1) == y.sym_size(-1), "torchpair.", op, ": 'x' has ", x.sym_size(-1),
@@ -95,10 +102,13 @@ Flat flatten(const char* op, const catalog::MetricInfo& info, const at::Tensor& 
   f.m = y.sym_size(-2);
   f.result_dtype = x.scalar_type();
   // float16/bfloat16 outside autocast: computed in float32, returned in the input dtype.
-  const bool reduced = x.scalar_type() == at::kHalf || x.scalar_type() == at::kBFloat16;
-  const at::Tensor xc = reduced ? x.to(at::kFloat) : x;
-  f.in.x = to_flat(xc, f.batch, f.B).contiguous();
-  f.in.y = symmetric ? f.in.x : to_flat(reduced ? y.to(at::kFloat) : y, f.batch, f.B).contiguous();
+  // (each side on its own: Boolean-family metrics take mixed dtypes)
+  auto widen = [](const at::Tensor& t) {
+    const bool reduced = t.scalar_type() == at::kHalf || t.scalar_type() == at::kBFloat16;
+    return reduced ? t.to(at::kFloat) : t;
+  };
+  f.in.x = to_flat(widen(x), f.batch, f.B).contiguous();
+  f.in.y = symmetric ? f.in.x : to_flat(widen(y), f.batch, f.B).contiguous();
   f.in.symmetric = symmetric;
   f.in.op = op;
   return f;
@@ -114,13 +124,18 @@ Core core_of(const catalog::Prepared& p, bool transpose) {
   c.scalars = p.scalars;
   c.symmetric = p.symmetric;
   c.transpose = transpose;
+  c.dtype = p.dtype;
   return c;
 }
 
-catalog::Prepared prepare(const char* op, const catalog::MetricInfo& info, const Flat& f,
-                          const ComparisonOptions& o) {
+catalog::Prepared prepare(const char* op, const catalog::MetricInfo& info, Flat& f, const ComparisonOptions& o,
+                          bool selection = false) {
   catalog::check_params(info, o, op);
-  return info.prepare(f.in, o);
+  catalog::Prepared p = info.prepare(f.in, o);
+  // Kernels over non-floating operands (Boolean family) give results in their value dtype;
+  // `equal` is bool where the result holds entries of the matrix itself (dense, selections).
+  if (p.dtype.has_value()) f.result_dtype = (selection && info.output == "bool") ? at::kBool : *p.dtype;
+  return p;
 }
 
 // [B, ...] -> batch + tail, keeping the dtype (indices)
@@ -136,13 +151,33 @@ at::Tensor restore(const at::Tensor& out_in, const Flat& f, std::initializer_lis
   return out.scalar_type() == f.result_dtype ? out : out.to(f.result_dtype);
 }
 
+// V must have x's dtype; Boolean-family metrics take any floating V instead (their inputs
+// need not be floating).
+void check_v_dtype(const char* op, const catalog::MetricInfo& info, const at::Tensor& x, const at::Tensor& v) {
+  if (info.family == "boolean") {
+    TORCH_CHECK_TYPE(at::isFloatingType(v.scalar_type()), "torchpair.", op, ": 'v' must be floating for metric '",
+                     info.name, "', got dtype ", dtype_name(v.scalar_type()));
+    return;
+  }
+  TORCH_CHECK_TYPE(v.scalar_type() == x.scalar_type(), "torchpair.", op, ": 'v' has dtype ",
+                   dtype_name(v.scalar_type()), " but 'x' has ", dtype_name(x.scalar_type()));
+}
+
+// The dtype V is computed in: the operands' for floating kernels; for the Boolean family the
+// value dtype, raised to float64 (core and result) when V is float64.
+at::ScalarType v_dtype(Core& core, Flat& f, const at::Tensor& v) {
+  if (!core.dtype.has_value()) return f.in.x.scalar_type();
+  if (v.scalar_type() == at::kDouble) core.dtype = f.result_dtype = at::kDouble;
+  return *core.dtype;
+}
+
 // ---- public operators ---------------------------------------------------------------
 
 at::Tensor pairwise_op(const at::Tensor& x, const Opt& y, c10::string_view metric TP_PARAM_DECLS) {
   TP_PACK_PARAMS(opts);
   const auto& info = catalog::lookup(std::string(metric), "pairwise");
-  const Flat f = flatten("pairwise", info, x, y);
-  const auto prep = prepare("pairwise", info, f, opts);
+  Flat f = flatten("pairwise", info, x, y);
+  const auto prep = prepare("pairwise", info, f, opts, /*selection=*/true);
   return restore(dense(core_of(prep, false)), f, {f.n, f.m});
 }
 
@@ -162,11 +197,11 @@ at::Tensor lazy_matmul_op(const at::Tensor& x, const Opt& y, const at::Tensor& v
                     " rows but the operator has ", cols, " columns (", transpose ? "N of x" : "M of y", ")");
   TORCH_CHECK_VALUE(v.device() == x.device(), "torchpair.", op, ": 'v' is on ", v.device(), " but 'x' is on ",
                     x.device());
-  TORCH_CHECK_TYPE(v.scalar_type() == x.scalar_type(), "torchpair.", op, ": 'v' has dtype ",
-                   dtype_name(v.scalar_type()), " but 'x' has ", dtype_name(x.scalar_type()));
-  const at::Tensor vf = to_flat(v2.to(f.in.x.scalar_type()), f.batch, f.B).contiguous();
+  check_v_dtype(op, info, x, v);
   const auto prep = prepare(op, info, f, opts);
-  at::Tensor out = matmul(core_of(prep, transpose), vf);
+  Core core = core_of(prep, transpose);
+  const at::Tensor vf = to_flat(v2.to(v_dtype(core, f, v)), f.batch, f.B).contiguous();
+  at::Tensor out = matmul(core, vf);
   const c10::SymInt rows = transpose ? f.m : f.n;
   out = restore(out, f, {rows, v2.sym_size(-1)});
   return vector ? out.squeeze(-1) : out;
@@ -190,7 +225,7 @@ at::Tensor lazy_reduce_op(const at::Tensor& x, const Opt& y, c10::string_view me
   TORCH_CHECK_VALUE(reduction == "sum" || reduction == "mean" || reduction == "logsumexp", "torchpair.", op,
                     ": 'reduction' must be \"sum\", \"mean\" or \"logsumexp\", got \"", reduction, "\"");
   if (dim.has_value()) check_dim(op, *dim);
-  const Flat f = flatten(op, info, x, y);
+  Flat f = flatten(op, info, x, y);
   const auto prep = prepare(op, info, f, opts);
   const bool flip = flip_for(dim.value_or(-1), transpose);
   const bool lse = reduction == "logsumexp";
@@ -264,12 +299,12 @@ std::tuple<at::Tensor, at::Tensor> lazy_topk_op(const at::Tensor& x, const Opt& 
                     ": 'nan' must be \"largest\" (torch.topk) or \"propagate\" (torch.min/max), got \"", nan, "\"");
   TORCH_CHECK_VALUE(k >= 0, "torchpair.", op, ": 'k' must be >= 0, got ", k);
   (void)sorted;  // results always come best first (a valid order for sorted=False too)
-  const Flat f = flatten(op, info, x, y);
+  Flat f = flatten(op, info, x, y);
   const bool flip = flip_for(dim, transpose);
   const c10::SymInt& cols = flip ? f.n : f.m;
   TORCH_CHECK_VALUE(cols >= k, "torchpair.", op, ": 'k' (", k, ") must not exceed the size of dimension ", dim,
                     " (", cols, ")");
-  const auto prep = prepare(op, info, f, opts);
+  const auto prep = prepare(op, info, f, opts, /*selection=*/true);
   // Euclidean distances rank exactly as their squares: select on the squared kernel and take
   // square roots of the k winners only (a sqrt per pair is a quarter of a D = 32 tile).
   Core core = core_of(prep, flip);
@@ -300,11 +335,11 @@ at::Tensor lazy_softmax_matmul_op(const at::Tensor& x, const Opt& y, const at::T
                     " rows but the softmax runs over ", cols, " columns");
   TORCH_CHECK_VALUE(v.device() == x.device(), "torchpair.", op, ": 'v' is on ", v.device(), " but 'x' is on ",
                     x.device());
-  TORCH_CHECK_TYPE(v.scalar_type() == x.scalar_type(), "torchpair.", op, ": 'v' has dtype ",
-                   dtype_name(v.scalar_type()), " but 'x' has ", dtype_name(x.scalar_type()));
-  const at::Tensor vf = to_flat(v2.to(f.in.x.scalar_type()), f.batch, f.B).contiguous();
+  check_v_dtype(op, info, x, v);
   const auto prep = prepare(op, info, f, opts);
-  at::Tensor out = std::get<0>(softmax_matmul(core_of(prep, flip), vf));
+  Core core = core_of(prep, flip);
+  const at::Tensor vf = to_flat(v2.to(v_dtype(core, f, v)), f.batch, f.B).contiguous();
+  at::Tensor out = std::get<0>(softmax_matmul(core, vf));
   out = restore(out, f, {flip ? f.m : f.n, v2.sym_size(-1)});
   return vector ? out.squeeze(-1) : out;
 }
@@ -313,13 +348,13 @@ at::Tensor lazy_softmax_matmul_op(const at::Tensor& x, const Opt& y, const at::T
 
 at::Tensor self_values(const char* op, const at::Tensor& x, const std::string& metric, const ComparisonOptions& o) {
   const auto& info = catalog::lookup(metric, op);
-  const Flat f = flatten(op, info, x, std::nullopt);
-  const auto prep = prepare(op, info, f, o);
+  Flat f = flatten(op, info, x, std::nullopt);
+  const auto prep = prepare(op, info, f, o, /*selection=*/true);
   const at::Tensor self = at::ones_symint({f.B, f.n}, prep.x.options().dtype(at::kBool));
   std::optional<at::Tensor> a, b;
   if (prep.a.defined()) a = prep.a;
   if (prep.b.defined()) b = prep.b;
-  return restore(paired(prep.x, prep.y, a, b, self, prep.kernel, prep.scalars, std::nullopt), f, {f.n});
+  return restore(paired(prep.x, prep.y, a, b, self, prep.kernel, prep.scalars, prep.dtype), f, {f.n});
 }
 
 const std::string& metric_kind(const std::string& metric, const char* op) { return catalog::lookup(metric, op).kind; }

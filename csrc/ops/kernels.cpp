@@ -48,8 +48,8 @@ engine::Request make_request(const char* op, const at::Tensor& x, const at::Tens
                       ": kernel '", kernel, "' needs 'dtype' float32 or float64 for its values");
     req.value_type = *dtype;
   }
-  // Floating kernels read operands of the value dtype; other kernels check their own.
-  const at::ScalarType operand_type = floating ? req.value_type : x.scalar_type();
+  // Floating kernels read operands of the value dtype; other kernels name their own.
+  const at::ScalarType operand_type = floating ? req.value_type : engine::kernel_operand_type(req.spec.kernel);
   check_operand(op, "x", x, 3, x, operand_type);
   check_operand(op, "y", y, 3, x, operand_type);
   TORCH_CHECK_VALUE(x.size(0) == y.size(0), "torchpair.", op, ": 'x' and 'y' must have the same batch size, got ",
@@ -60,6 +60,7 @@ engine::Request make_request(const char* op, const at::Tensor& x, const at::Tens
   TORCH_CHECK_VALUE(int64_t(scalars.size()) == want, "torchpair.", op, ": kernel '", kernel, "' takes ", want,
                     " scalars (argument 'scalars'), got ", scalars.size());
   req.spec.scalars.assign(scalars.begin(), scalars.end());
+  engine::check_kernel_scalars(req.spec.kernel, req.spec.scalars, x.size(2), op);
   req.spec.symmetric = symmetric;
   req.spec.flipped = transpose;
   TORCH_CHECK_VALUE(!symmetric || x.sizes() == y.sizes(), "torchpair.", op,

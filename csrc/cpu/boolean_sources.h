@@ -1,0 +1,169 @@
+#pragma once
+// CPU tile producers of the Boolean family (metrics/boolean.h), compiled per CPU capability
+// with the other sources (the AVX2/AVX512 copies are built with -mpopcnt):
+//   PackedSource   : rows bit-packed into int64 words (64 features each, by the catalog's
+//                    prepare step, once per call); TT = sum_w popcount(x_w & y_w) over a
+//                    register-blocked 4-row x 1-column micro-kernel, the other counts from
+//                    per-row popcounts, then the metric's formula vectorized over columns.
+//   EqualitySource : float64 values compared by value (hamming / equal on non-Boolean
+//                    data, optionally weighted), vectorized over features.
+// Neither is differentiable: the catalog hands them detached operands, so no autograd
+// graph ever reaches vjp().
+#include <cstdint>
+
+#include "cpu/sources.h"
+#include "metrics/boolean.h"
+
+namespace tp::cpu {
+inline namespace CPU_CAPABILITY {
+
+[[noreturn]] inline void boolean_not_differentiable() {
+  TORCH_CHECK(false, "torchpair: Boolean and equality comparisons are not differentiable");
+}
+
+inline int64_t popcount64(uint64_t w) { return int64_t(__builtin_popcountll(w)); }
+
+template <typename T, typename M>
+class PackedSource final : public TileSource<T> {
+  using V = Vec<T>;
+  static constexpr int64_t L = V::size();
+  static constexpr int RB = 4;  // rows per register block
+
+ public:
+  PackedSource(const SourceSpec& spec, const Operands& ops) : flipped_(spec.flipped) {
+    this->rows_ = flipped_ ? ops.m : ops.n;
+    this->cols_ = flipped_ ? ops.n : ops.m;
+    this->dim_ = ops.d;  // words
+    features_ = T(spec.scalars.at(0));
+    rowp_ = Operands::as<uint64_t>(flipped_ ? ops.y : ops.x);
+    colp_ = Operands::as<uint64_t>(flipped_ ? ops.x : ops.y);
+    this->row_block_ = 64;
+    // a tile's column words stay within ~64 KiB (L2-resident while its rows sweep them)
+    const int64_t per_col = std::max<int64_t>(1, ops.d) * 8;
+    this->col_block_ = std::clamp<int64_t>((64 * 1024) / per_col / L * L, 4 * L, 1024);
+    row_count_ = counts(rowp_, this->rows_);
+    col_count_ = counts(colp_, this->cols_);
+  }
+
+  bool writes_exact_columns() const override { return true; }
+
+  void produce(int64_t r0, int64_t nr, int64_t c0, int64_t nc, T* out, int64_t ldo) const override {
+    const int64_t W = this->dim_;
+    int64_t r = 0;
+    for (; r + RB <= nr; r += RB) count_block<RB>(r0 + r, c0, nc, W, out + r * ldo, ldo);
+    for (; r < nr; ++r) count_block<1>(r0 + r, c0, nc, W, out + r * ldo, ldo);
+    // counts -> values, vectorized over columns
+    const V D(features_);
+    for (r = 0; r < nr; ++r) {
+      T* o = out + r * ldo;
+      const V nrow(row_count_[r0 + r]);
+      for (int64_t c = 0; c < nc; c += L) {
+        const int64_t count = std::min<int64_t>(L, nc - c);
+        const V tt = V::loadu(o + c, count);
+        const V ncol = V::loadu(col_count_.data() + c0 + c, count);
+        // x is the kernel's x operand: rows are y when flipped
+        const V nx = flipped_ ? ncol : nrow, ny = flipped_ ? nrow : ncol;
+        const V tf = nx - tt, ft = ny - tt, ff = D - nx - ny + tt;
+        M::value(tt, tf, ft, ff).store(o + c, count);
+      }
+    }
+  }
+
+  void vjp(int64_t, int64_t, int64_t, int64_t, const T*, int64_t, T*, T*, T*, T*, T*, int64_t) const override {
+    boolean_not_differentiable();
+  }
+
+ private:
+  std::vector<T> counts(const uint64_t* p, int64_t rows) const {
+    const int64_t W = this->dim_;
+    std::vector<T> out(size_t(rows) + size_t(L), T(0));
+    for (int64_t r = 0; r < rows; ++r) {
+      int64_t s = 0;
+      for (int64_t w = 0; w < W; ++w) s += popcount64(p[r * W + w]);
+      out[r] = T(s);
+    }
+    return out;
+  }
+
+  // TT of R rows x nc columns, written as T into out[i * ldo + c].
+  template <int R>
+  inline void count_block(int64_t row, int64_t c0, int64_t nc, int64_t W, T* out, int64_t ldo) const {
+    const uint64_t* xr[R];
+    for (int i = 0; i < R; ++i) xr[i] = rowp_ + (row + i) * W;
+    for (int64_t c = 0; c < nc; ++c) {
+      const uint64_t* yc = colp_ + (c0 + c) * W;
+      int64_t acc[R] = {};
+      for (int64_t w = 0; w < W; ++w) {
+        const uint64_t yw = yc[w];
+        for (int i = 0; i < R; ++i) acc[i] += popcount64(xr[i][w] & yw);
+      }
+      for (int i = 0; i < R; ++i) out[i * ldo + c] = T(acc[i]);
+    }
+  }
+
+  const uint64_t *rowp_ = nullptr, *colp_ = nullptr;
+  std::vector<T> row_count_, col_count_;
+  T features_ = 0;
+  bool flipped_ = false;
+};
+
+template <typename T, typename M>
+class EqualitySource final : public TileSource<T> {
+  using VD = Vec<double>;
+  static constexpr int64_t LD = VD::size();
+
+ public:
+  EqualitySource(const SourceSpec& spec, const Operands& ops) : flipped_(spec.flipped) {
+    weighted_ = spec.scalars.at(0) == 1.0;
+    this->rows_ = flipped_ ? ops.m : ops.n;
+    this->cols_ = flipped_ ? ops.n : ops.m;
+    this->dim_ = ops.d;
+    features_ = weighted_ ? ops.d / 2 : ops.d;
+    rowp_ = Operands::as<double>(flipped_ ? ops.y : ops.x);
+    colp_ = Operands::as<double>(flipped_ ? ops.x : ops.y);
+    this->row_block_ = 16;
+    this->col_block_ = 256;
+  }
+
+  bool writes_exact_columns() const override { return true; }
+
+  void produce(int64_t r0, int64_t nr, int64_t c0, int64_t nc, T* out, int64_t ldo) const override {
+    const int64_t d = this->dim_, D = features_;
+    for (int64_t r = 0; r < nr; ++r) {
+      const double* xr = rowp_ + (r0 + r) * d;
+      const double* w = weighted_ ? xr + D : nullptr;  // the weights (the same in every row)
+      double total = double(D);
+      if (w) {
+        VD s(0.0);
+        for (int64_t k = 0; k < D; k += LD) s = s + VD::loadu(w + k, std::min<int64_t>(LD, D - k));
+        total = hsum(s);
+      }
+      for (int64_t c = 0; c < nc; ++c) {
+        const double* yc = colp_ + (c0 + c) * d;
+        VD acc(0.0);
+        const VD one(1.0), zero(0.0);
+        // tails load zeros into both rows: equal, so they count nothing
+        for (int64_t k = 0; k < D; k += LD) {
+          const int64_t cnt = std::min<int64_t>(LD, D - k);
+          const VD differ = VD::loadu(xr + k, cnt) != VD::loadu(yc + k, cnt);
+          acc = acc + VD::blendv(zero, w ? VD::loadu(w + k, cnt) : one, differ);
+        }
+        const T neq = T(hsum(acc)), all = T(total);
+        // equality counts: TT = matches, TF = mismatches, FT = FF = 0 (see metrics/boolean.h)
+        out[r * ldo + c] = M::value(T(all - neq), neq, T(0), T(0));
+      }
+    }
+  }
+
+  void vjp(int64_t, int64_t, int64_t, int64_t, const T*, int64_t, T*, T*, T*, T*, T*, int64_t) const override {
+    boolean_not_differentiable();
+  }
+
+ private:
+  const double *rowp_ = nullptr, *colp_ = nullptr;
+  int64_t features_ = 0;
+  bool weighted_ = false, flipped_ = false;
+};
+
+}  // namespace CPU_CAPABILITY
+}  // namespace tp::cpu
