@@ -42,7 +42,9 @@ def test_zero_distance_has_zero_gradient(metric, params, d, engine):
     if "VI" in params:
         params = {"VI": torch.eye(d, dtype=F64) * 2}
     out, gx, gy = grads(metric, x, y, **params)
-    assert out[0, 0] == 0
+    gemm = metric == "mahalanobis" or (d > 16 and metric in ("euclidean", "seuclidean", "hellinger"))
+    # difference-based kernels are exact; the GEMM form leaves rounding noise (sqrt of ~eps)
+    assert out[0, 0] == 0 if not gemm else out[0, 0] < 1e-6
     assert torch.equal(gx, torch.zeros_like(x)) and torch.equal(gy, torch.zeros_like(y))
 
 

@@ -388,8 +388,8 @@ at::Tensor pdist_op(const at::Tensor& x, c10::string_view metric TP_PARAM_DECLS)
   const auto& info = catalog::lookup(std::string(metric), op);
   const Flat f = flatten(op, info, x, std::nullopt);
   const auto prep = prepare(op, info, f, opts);
-  const c10::SymInt pairs = f.n * (f.n - 1) / 2;
-  return restore(condensed(core_of(prep, false)), f, {pairs});
+  const at::Tensor out = condensed(core_of(prep, false));  // [B, n(n-1)/2]
+  return restore(out, f, {out.sym_size(1)});
 }
 
 }  // namespace
