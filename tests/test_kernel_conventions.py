@@ -244,3 +244,38 @@ def test_kernels_are_similarities_for_knn():
         vals, idx = tp.knn(x, y, 3, metric)
         want = tp.pairwise(x, y, metric).topk(3, dim=-1)
         torch.testing.assert_close(vals, want.values)
+
+
+# ---- compile / export (data-dependent checks are skipped while tracing) --------------------------
+def test_compile_fullgraph_kernels_and_length_scales():
+    torch._dynamo.reset()
+    g = torch.Generator().manual_seed(8)
+    x, y = torch.rand(9, 4, generator=g, dtype=D64), torch.rand(7, 4, generator=g, dtype=D64)
+    v = torch.randn(7, 2, generator=g, dtype=D64)
+    ls = (torch.rand(4, generator=g, dtype=D64) + 0.5).requires_grad_(True)
+
+    def f(a, b, c, l):
+        return (tp.pairwise(a, b, "chi2"), tp.lazy(a, b, "polynomial", degree=2).matmul(c),
+                tp.lazy(a, b, "matern", nu=2.5, length_scales=l).matmul(c), tp.lazy(a, None, "cosine_similarity").sum(-1))
+
+    got = torch.compile(f, fullgraph=True)(x, y, v, ls)
+    want = f(x, y, v, ls)
+    for a, b in zip(got, want):
+        torch.testing.assert_close(a, b)
+    (gl,) = torch.autograd.grad(got[2].sum(), ls)
+    (wl,) = torch.autograd.grad(want[2].sum(), ls)
+    torch.testing.assert_close(gl, wl)
+    torch.testing.assert_close(want[0], torch.from_numpy(skp.chi2_kernel(x.numpy(), y.numpy())))
+
+
+def test_export_matern_with_length_scales():
+    class M(torch.nn.Module):
+        def forward(self, a, b, l):
+            return tp.lazy(a, b, "matern", nu=0.5, length_scales=l).sum(-1)
+
+    g = torch.Generator().manual_seed(9)
+    x, y, ls = torch.randn(6, 3, generator=g), torch.randn(5, 3, generator=g), torch.rand(3, generator=g) + 0.5
+    ep = torch.export.export(M(), (x, y, ls))
+    torch.testing.assert_close(ep.module()(x, y, ls), M()(x, y, ls))
+    want = gpk.Matern(length_scale=ls.double().numpy(), nu=0.5)(x.double().numpy(), y.double().numpy()).sum(-1)
+    torch.testing.assert_close(ep.module()(x, y, ls).double(), torch.from_numpy(want), rtol=1e-5, atol=1e-5)
