@@ -68,7 +68,8 @@ def _tanh(z):
 
 
 def _int_power(v: float) -> Optional[int]:
-    return int(v) if float(v).is_integer() and 1 <= v <= 64 else None
+    # integers are exact for negative bases (as the native engine, up to 1024)
+    return int(v) if float(v).is_integer() and 1 <= v <= 1024 else None
 
 
 def _pow(base, exponent: float):
@@ -192,7 +193,7 @@ def _scale_by(params):
     ls = params.get("length_scales")
     if ls is None:
         ls = float(params.get("length_scale", 1.0))
-    return lambda t: t / ls
+    return (lambda t: t / ls.to(t.dtype)) if isinstance(ls, torch.Tensor) else (lambda t: t / ls)
 
 
 _SQRT3, _SQRT5 = math.sqrt(3.0), math.sqrt(5.0)
