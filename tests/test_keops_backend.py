@@ -32,9 +32,9 @@ _pykeops_config.pykeops_base.cpp_flags = (_pykeops_config.pykeops_base.cpp_flags
 
 PRESENT = [m for m in KEOPS_METRICS if m in tp.metrics()]
 #: The whole consumer x metric matrix compiles ~20 KeOps formulas per metric (each one g++ run):
-#: by default every metric runs K @ V (values and gradients) and the full consumer list runs
-#: on rbf (kernel) and euclidean (distance); TORCHPAIR_KEOPS_FULL=1 runs every consumer on
-#: every translatable metric of the catalog.
+#: by default every metric runs K @ V (values and gradients), every consumer runs on rbf and
+#: the distance-only ones on euclidean; TORCHPAIR_KEOPS_FULL=1 runs every consumer on every
+#: translatable metric of the catalog (and every translation against scipy/sklearn).
 FULL = os.environ.get("TORCHPAIR_KEOPS_FULL", "") not in ("", "0")
 MATRIX_METRICS = PRESENT if FULL else [m for m in ("rbf", "euclidean") if m in PRESENT]
 NOT_TRANSLATABLE = [m for m in tp.metrics() if m not in KEOPS_METRICS]
@@ -154,7 +154,10 @@ def _compare(consumer, metric, dtype, grad, sweeps):
                                        msg=lambda s: f"{consumer}: gradient w.r.t. {name}: {s}")
 
 
-_MATRIX = [(m, c) for m in MATRIX_METRICS for c in CONSUMERS if _applies(c, m)]
+# default: every consumer on rbf; on euclidean the distance-only ones and the distance ranking
+_EUCLIDEAN_DEFAULT = ("matmul", "min", "knn", "self_sum") + DISTANCE_ONLY
+_MATRIX = [(m, c) for m in MATRIX_METRICS for c in CONSUMERS
+           if _applies(c, m) and (FULL or m != "euclidean" or c in _EUCLIDEAN_DEFAULT)]
 _MATRIX += [(m, "matmul") for m in PRESENT if m not in MATRIX_METRICS]
 
 
