@@ -24,15 +24,17 @@ from torchpair.backends import KEOPS_METRICS
 
 import pykeops.config as _pykeops_config  # noqa: E402
 
-# Test-only: compile KeOps formulas without link-time optimisation (-flto=auto makes each
-# pybind11 module take minutes on 2 busy cores). The generated code and its numbers are the same.
-_pykeops_config.pykeops_base.cpp_flags = _pykeops_config.pykeops_base.cpp_flags.replace(" -flto=auto", "")
+# Test-only: compile KeOps formulas without optimisation or link-time optimisation (-O3
+# -flto=auto make each pybind11 module take minutes on 2 busy cores; the test shapes are tiny).
+# Without -ffast-math or FMA-capable -march flags the floating-point results are the same.
+_pykeops_config.pykeops_base.cpp_flags = (_pykeops_config.pykeops_base.cpp_flags.replace(" -flto=auto", "")
+                                          .replace(" -O3", " -O0"))
 
 PRESENT = [m for m in KEOPS_METRICS if m in tp.metrics()]
 #: The whole consumer x metric matrix compiles ~20 KeOps formulas per metric (each one g++ run):
-#: by default every metric runs K @ V (values and gradients) and the full consumer list runs
-#: on rbf (kernel) and euclidean (distance); TORCHPAIR_KEOPS_FULL=1 runs every consumer on
-#: every translatable metric of the catalog.
+#: by default every metric runs K @ V (values and gradients), every consumer runs on rbf and
+#: the distance-only ones on euclidean; TORCHPAIR_KEOPS_FULL=1 runs every consumer on every
+#: translatable metric of the catalog (and every translation against scipy/sklearn).
 FULL = os.environ.get("TORCHPAIR_KEOPS_FULL", "") not in ("", "0")
 MATRIX_METRICS = PRESENT if FULL else [m for m in ("rbf", "euclidean") if m in PRESENT]
 NOT_TRANSLATABLE = [m for m in tp.metrics() if m not in KEOPS_METRICS]
@@ -152,7 +154,10 @@ def _compare(consumer, metric, dtype, grad, sweeps):
                                        msg=lambda s: f"{consumer}: gradient w.r.t. {name}: {s}")
 
 
-_MATRIX = [(m, c) for m in MATRIX_METRICS for c in CONSUMERS if _applies(c, m)]
+# default: every consumer on rbf; on euclidean the distance-only ones and the distance ranking
+_EUCLIDEAN_DEFAULT = ("matmul", "min", "knn", "self_sum") + DISTANCE_ONLY
+_MATRIX = [(m, c) for m in MATRIX_METRICS for c in CONSUMERS
+           if _applies(c, m) and (FULL or m != "euclidean" or c in _EUCLIDEAN_DEFAULT)]
 _MATRIX += [(m, "matmul") for m in PRESENT if m not in MATRIX_METRICS]
 
 
@@ -411,3 +416,56 @@ def test_compile_and_export_inside_keops_context_are_native(sweeps):
         # besides torchpair operators only shape bookkeeping (dynamo records broadcast_shapes)
         assert all("broadcast_shapes" in o for o in others), others
         assert not any("keops" in str(t).lower() for t in targets)
+
+
+# ---------------------------------------------------------------------------------------
+# Every translation against scipy / sklearn, whether or not its metric is in this build's
+# catalog yet (one KeOps formula each: K @ I gives the dense matrix; rbf only by default,
+# every translation with TORCHPAIR_KEOPS_FULL=1)
+# ---------------------------------------------------------------------------------------
+def _oracles():
+    import numpy as np
+    from scipy.spatial import distance as ssd
+    from sklearn.gaussian_process import kernels as gpk
+    from sklearn.metrics import pairwise as skp
+
+    def cos_dist(x, y):  # sklearn's cosine_distances (zero rows: distance 1)
+        return np.clip(skp.cosine_distances(x, y), 0, 2)
+
+    return {
+        "euclidean": ({}, lambda x, y: ssd.cdist(x, y, "euclidean")),
+        "sqeuclidean": ({}, lambda x, y: ssd.cdist(x, y, "sqeuclidean")),
+        "rbf": ({"gamma": 0.3}, lambda x, y: skp.rbf_kernel(x, y, gamma=0.3)),
+        "cityblock": ({}, lambda x, y: ssd.cdist(x, y, "cityblock")),
+        "chebyshev": ({}, lambda x, y: ssd.cdist(x, y, "chebyshev")),
+        "minkowski": ({"p": 3.0}, lambda x, y: ssd.cdist(x, y, "minkowski", p=3)),
+        "cosine": ({}, cos_dist),
+        "correlation": ({}, lambda x, y: ssd.cdist(x, y, "correlation")),
+        "linear": ({}, skp.linear_kernel),
+        "polynomial": ({"degree": 3.0, "gamma": 0.5, "coef0": 1.0},
+                       lambda x, y: skp.polynomial_kernel(x, y, degree=3, gamma=0.5, coef0=1.0)),
+        "sigmoid": ({"gamma": 0.4, "coef0": 0.2}, lambda x, y: skp.sigmoid_kernel(x, y, gamma=0.4, coef0=0.2)),
+        "cosine_similarity": ({}, skp.cosine_similarity),
+        "laplacian": ({"gamma": 0.5}, lambda x, y: skp.laplacian_kernel(x, y, gamma=0.5)),
+        "chi2": ({"gamma": 0.7}, lambda x, y: skp.chi2_kernel(x, y, gamma=0.7)),
+        "additive_chi2": ({}, skp.additive_chi2_kernel),
+        "matern": ({"nu": 2.5, "length_scale": 1.3}, lambda x, y: gpk.Matern(length_scale=1.3, nu=2.5)(x, y)),
+        "rational_quadratic": ({"alpha": 1.5, "length_scale": 1.2},
+                               lambda x, y: gpk.RationalQuadratic(length_scale=1.2, alpha=1.5)(x, y)),
+    }
+
+
+@pytest.mark.parametrize("metric", KEOPS_METRICS if FULL else ["rbf"])
+def test_translation_matches_scipy_sklearn(metric):
+    from pykeops.torch import LazyTensor
+
+    params, oracle = _oracles()[metric]
+    X, Y, _, _ = _data(metric, torch.float64)
+    X, Y = (t.abs() + 0.1 for t in (X, Y)) if metric in POSITIVE else (X, Y)
+    f = _keops.TRANSLATIONS[metric](params, D)
+    x, y = (t if f.pre is None else f.pre(t) for t in (X, Y))
+    c = [LazyTensor(torch.tensor([v], dtype=torch.float64)) for v in f.consts]
+    K = f.fn(LazyTensor(x[:, None, :]), LazyTensor(y[None, :, :]), c)
+    dense = (K * LazyTensor(torch.eye(M, dtype=torch.float64)[None, :, :])).sum(1)
+    expected = torch.from_numpy(oracle(X.numpy(), Y.numpy()))
+    torch.testing.assert_close(dense, expected, rtol=1e-9, atol=1e-12)

@@ -68,20 +68,36 @@ def _tanh(z):
 
 
 def _int_power(v: float) -> Optional[int]:
-    return int(v) if float(v).is_integer() and 1 <= v <= 64 else None
+    # integers are exact for negative bases (as the native engine, up to 1024)
+    return int(v) if float(v).is_integer() and 1 <= v <= 1024 else None
+
+
+def _powf(base, exponent: float):
+    # KeOps' Powf evaluates C's float powf, also for float64 data (1e-7 relative error):
+    # exp(e log b) keeps the data's precision (and gives NaN for a negative base, as numpy)
+    return (base.log() * float(exponent)).exp()
+
+
+def _ipow(base, n: int):
+    # base ** n by squarings and products: exact for any sign, in the data's precision (KeOps'
+    # Pow calls powf on GPUs, float precision even for float64)
+    result = None
+    while n:
+        if n & 1:
+            result = base if result is None else result * base
+        n >>= 1
+        if n:
+            base = base ** 2  # Square
+    return result
 
 
 def _pow(base, exponent: float):
-    """base ** exponent: Pow (exact, any sign) for small integers, else Powf, with 0 at a zero
-    base (value and derivative; Powf is exp(p log b), whose derivative is NaN at 0)."""
+    """base ** exponent: Pow (exact, any sign) for integers, else exp(p log b), with 0 at a zero
+    base (value and derivative; the derivative of exp(p log b) is NaN at 0)."""
     n = _int_power(exponent)
-    if n == 1:
-        return base
-    if n == 2:
-        return base ** 2
     if n is not None:
-        return base ** n
-    return (-base).ifelse(0 * base, base ** float(exponent))
+        return _ipow(base, n)
+    return (-base).ifelse(0 * base, _powf(base, exponent))
 
 
 def _normalize_rows(t: torch.Tensor) -> torch.Tensor:
@@ -134,7 +150,7 @@ def _t_minkowski(params, d):
 
     def fn(x, y, c):
         s = _pow((x - y).abs(), p).sum(-1)
-        return (-s).ifelse(0 * s, s ** (1.0 / p))  # derivative 0 at distance 0
+        return (-s).ifelse(0 * s, _powf(s, 1.0 / p))  # derivative 0 at distance 0
 
     return Formula(fn)
 
@@ -156,9 +172,9 @@ def _t_polynomial(params, d):
     degree = float(params.get("degree", 3.0))
     consts = (_gamma(params, d), float(params.get("coef0", 1.0)))
     if _int_power(degree) is not None:
-        return Formula(lambda x, y, c: (c[0] * _dot(x, y) + c[1]) ** _int_power(degree), consts)
+        return Formula(lambda x, y, c: _ipow(c[0] * _dot(x, y) + c[1], _int_power(degree)), consts)
     # a fractional power of a negative base is NaN, as numpy's float power
-    return Formula(lambda x, y, c: (c[0] * _dot(x, y) + c[1]) ** degree, consts)
+    return Formula(lambda x, y, c: _powf(c[0] * _dot(x, y) + c[1], degree), consts)
 
 
 def _t_sigmoid(params, d):
@@ -192,7 +208,7 @@ def _scale_by(params):
     ls = params.get("length_scales")
     if ls is None:
         ls = float(params.get("length_scale", 1.0))
-    return lambda t: t / ls
+    return (lambda t: t / ls.to(t.dtype)) if isinstance(ls, torch.Tensor) else (lambda t: t / ls)
 
 
 _SQRT3, _SQRT5 = math.sqrt(3.0), math.sqrt(5.0)
@@ -223,7 +239,7 @@ def _t_rational_quadratic(params, d):
     alpha = float(params.get("alpha", 1.0))
     pre = _scale_by(params)
     # (1 + d^2 / (2 alpha))^(-alpha) on rows scaled by the length scale; base >= 1
-    return Formula(lambda x, y, c: (1 + c[0] * _sqdist(x, y)) ** (-alpha), (1.0 / (2.0 * alpha),), pre=pre)
+    return Formula(lambda x, y, c: _powf(1 + c[0] * _sqdist(x, y), -alpha), (1.0 / (2.0 * alpha),), pre=pre)
 
 
 #: metric (canonical catalog name) -> translate(params, n_features) -> Formula, or a str
