@@ -255,10 +255,12 @@ def test_routing_from_pairwise_cdist_lazy():
     check(v, want.min(1), False)
     check(tp.pairwise(xa, xb, "hamming", pad=True), oracle("hamming", a, b, pad=True), False)
     check(tp.pairwise(xa, xb, "hamming", pad_id=-1, pad=True), oracle("hamming", a, b, pad=True), False)
-    with pytest.raises(TypeError, match="ambiguous"):
-        tp.pairwise(xa, xb, "hamming")
-    with pytest.raises(TypeError, match="ambiguous"):
-        tp.lazy(xa, xb, "hamming")
+    # without a sequence keyword, integer tensors get scipy's numeric Hamming distance
+    from scipy.spatial.distance import cdist as _cdist
+
+    xs, ys = xa[:, :5], xb[:, :5]
+    torch.testing.assert_close(tp.pairwise(xs, ys, "hamming").double(),
+                               torch.from_numpy(_cdist(xs.numpy(), ys.numpy(), "hamming")))
 
 
 def test_encode():

@@ -46,6 +46,8 @@ def pdist(X: torch.Tensor, metric: str = "euclidean", **params) -> torch.Tensor:
         upper triangle). Only that half is computed and stored; differentiable where the
         metric is.
     """
+    if _sequences.routes("pdist", metric, X, params):  # token sequences (tp.seq)
+        return _sequences.pdist(X, metric, **params)
     _params.check_tensor("pdist", "X", X)
     _params.check_metric("pdist", metric)
     return torch.ops.torchpair.pdist(X, metric, **_params.normalize("pdist", params))

@@ -687,7 +687,7 @@ at::Tensor pdist(const Request& req) {
   const int64_t B = req.batch(), n = req.x.size(1);
   at::Tensor out = at::empty({B, n * (n - 1) / 2}, req.value_options());
   if (out.numel() == 0) return out;
-  auto ev = make_evaluator(req.spec);
+  auto ev = make_evaluator(req.spec, req.value_type);
   Sweep sw(req, false, *ev);
   for_each_triangle_tile(sw, true, [&](int64_t r0, int64_t nr, int64_t c0, int64_t nc) {
     at::Tensor index, valid;
@@ -702,7 +702,7 @@ engine::Grads4 pdist_backward(const at::Tensor& grad, const Request& req, std::a
   engine::Grads4 g;
   const int64_t B = req.batch(), n = req.x.size(1);
   if (B == 0 || n < 2) return g;
-  auto ev = make_evaluator(req.spec);
+  auto ev = make_evaluator(req.spec, req.value_type);
   const bool need_x = mask[0] || mask[2], need_y = mask[1] || mask[3];
   for (int pass = 0; pass < 2; ++pass) {
     const bool flipped = pass == 1;

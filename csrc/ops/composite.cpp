@@ -386,7 +386,7 @@ at::Tensor pdist_op(const at::Tensor& x, c10::string_view metric TP_PARAM_DECLS)
   TP_PACK_PARAMS(opts);
   const char* op = "pdist";
   const auto& info = catalog::lookup(std::string(metric), op);
-  const Flat f = flatten(op, info, x, std::nullopt);
+  Flat f = flatten(op, info, x, std::nullopt);
   const auto prep = prepare(op, info, f, opts);
   const at::Tensor out = condensed(core_of(prep, false));  // [B, n(n-1)/2]
   return restore(out, f, {out.sym_size(1)});

@@ -168,6 +168,105 @@ def _softmax_matmul(n, d=32, c=8):
     ]
 
 
+def _dense_cityblock(n, d=32):
+    X, Y = _data((n, d), (n, d))
+    Xn, Yn = X.numpy(), Y.numpy()
+
+    def scipy():
+        from scipy.spatial.distance import cdist
+
+        return lambda: cdist(Xn, Yn, "cityblock")
+
+    def sklearn():
+        from sklearn.metrics import pairwise_distances
+
+        return lambda: pairwise_distances(Xn, Yn, metric="cityblock", n_jobs=2)
+
+    return [
+        Impl("torchpair", lambda: tp.pairwise(X, Y, "cityblock")),
+        Impl("torch.cdist(p=1)", lambda: torch.cdist(X, Y, p=1)),
+        Impl("torch broadcasting", lambda: (X[:, None] - Y[None]).abs().sum(-1), repeat_scale=0.5),
+        _anchor("scipy", "scipy cdist", scipy),
+        _anchor("scikit-learn", "sklearn pairwise_distances (n_jobs=2)", sklearn),
+    ]
+
+
+def _pdist(n, d=32):
+    (X,) = _data((n, d))
+    Xn = X.numpy()
+
+    def scipy():
+        from scipy.spatial.distance import pdist
+
+        return lambda: pdist(Xn, "euclidean")
+
+    return [
+        Impl("torchpair", lambda: tp.pdist(X, "euclidean")),
+        Impl("torch.pdist", lambda: torch.pdist(X)),
+        _anchor("scipy", "scipy pdist", scipy),
+    ]
+
+
+def _tanimoto(n, d=1024):
+    g = torch.Generator().manual_seed(0)
+    X, Y = torch.rand(n, d, generator=g) < 0.2, torch.rand(n, d, generator=g) < 0.2
+    Xn, Yn = X.numpy(), Y.numpy()
+
+    def matmul_counting():
+        a, b = X.float(), Y.float()
+        tt = a @ b.T
+        return tt / (a.sum(1, keepdim=True) + b.sum(1)[None] - tt)
+
+    def scipy():
+        from scipy.spatial.distance import cdist
+
+        return lambda: 1.0 - cdist(Xn, Yn, "jaccard")
+
+    return [
+        Impl("torchpair", lambda: tp.pairwise(X, Y, "tanimoto")),
+        Impl("torch matmul counting", matmul_counting),
+        _anchor("scipy", "scipy cdist (1 - jaccard)", scipy, repeat_scale=0.34),
+    ]
+
+
+def _levenshtein(n):
+    g = torch.Generator().manual_seed(0)
+    alphabet = "abcdefghijklmnopqrst"
+    words = ["".join(alphabet[int(i)] for i in torch.randint(20, (int(L),), generator=g))
+             for L in torch.randint(5, 41, (2 * n,), generator=g)]
+    a, b = words[:n], words[n:]
+    (x, lx), (y, ly) = tp.encode(a, b)
+
+    def rapidfuzz():
+        from rapidfuzz import process
+        from rapidfuzz.distance import Levenshtein
+
+        return lambda: process.cdist(a, b, scorer=Levenshtein.distance, workers=-1)
+
+    return [
+        Impl("torchpair", lambda: tp.seq.pairwise(x, y, "levenshtein", x_lengths=lx, y_lengths=ly)),
+        _anchor("rapidfuzz", "rapidfuzz process.cdist (workers=-1)", rapidfuzz),
+    ]
+
+
+def _emd2(n):
+    g = torch.Generator().manual_seed(0)
+    X, Y = torch.rand(n, 2, generator=g, dtype=torch.float64), torch.rand(n, 2, generator=g, dtype=torch.float64)
+    M = tp.pairwise(X, Y, "sqeuclidean")
+    a = torch.full((n,), 1.0 / n, dtype=torch.float64)
+    Mn, an = M.numpy(), a.numpy()
+
+    def pot():
+        import ot
+
+        return lambda: ot.emd2(an, an, Mn, numItermax=10**8)
+
+    return [
+        Impl("torchpair", lambda: tp.emd2(a, a, M)),
+        _anchor("POT", "POT ot.emd2", pot),
+    ]
+
+
 WORKLOADS: dict[str, Workload] = {w.name: w for w in [
     Workload("lazy-rbf-matmul", "lazy rbf kernel product K @ V (D=3, C=1, float32)",
              (5000, 10000, 20000), (2000, 5000), _lazy_rbf_matmul),
@@ -181,4 +280,14 @@ WORKLOADS: dict[str, Workload] = {w.name: w for w in [
              (5000, 10000, 20000), (2000, 4000), _lazy_logsumexp),
     Workload("softmax-matmul", "softmax(K) @ V, streamed (D=32, C=8, float32)",
              (5000, 10000, 20000), (2000, 4000), _softmax_matmul),
+    Workload("dense-cityblock", "dense cityblock (L1) distance matrix (D=32, float32)",
+             (500, 1000, 2000), (250, 500), _dense_cityblock),
+    Workload("pdist", "condensed euclidean pdist (D=32, float32)", (1000, 2000, 4000), (500, 1000), _pdist,
+             size_label="N"),
+    Workload("tanimoto", "Tanimoto similarity of bit vectors (D=1024, density 0.2)",
+             (500, 1000, 2000), (250, 500), _tanimoto),
+    Workload("levenshtein", "Levenshtein distance matrix, strings of length 5-40, 20 letters",
+             (500, 1000, 2000), (250, 500), _levenshtein),
+    Workload("emd2", "exact optimal transport cost, 2-D points, sqeuclidean cost (float64)",
+             (250, 500, 1000), (100, 250), _emd2, size_label="n = m"),
 ]}
