@@ -282,6 +282,9 @@ OP_CASES += [
            id="_seq_dense-jaro_winkler-long"),
     OpCase("torchpair::_seq_pdist", lambda dt: (*_seq_args(with_y=False), "osa", [], True), id="_seq_pdist-osa"),
     OpCase("torchpair::_seq_topk", lambda dt: (*_seq_args(), "indel", [], False, 3, False), id="_seq_topk-indel"),
+]
+
+
 # ---------------------------------------------------------------------------------------
 # Numeric distances (issue 3a): scipy / sklearn oracles, independent numpy formulas where
 # neither library has the metric (hellinger as gensim defines it, snr as
@@ -384,6 +387,9 @@ OP_CASES += [
     OpCase("torchpair::pairwise", lambda dt: (*_public_args(dt)[:2], "mahalanobis"),
            {"VI": torch.eye(4, dtype=torch.float64)}, id="pairwise-mahalanobis-VI"),
     OpCase("torchpair::pairwise", lambda dt: (*_public_args(dt)[:2], "seuclidean"), id="pairwise-seuclidean"),
+]
+
+
 # ---- exact optimal transport (issue 9): emd, _emd, _emd_backward -------------------------
 def _emd_args(dtype, public=False):
     g = torch.Generator().manual_seed(9)
@@ -408,6 +414,9 @@ OP_CASES += [
     OpCase("torchpair::emd", lambda dt: _emd_args(dt, public=True), id="emd"),
     OpCase("torchpair::_emd", _emd_args, id="_emd"),
     OpCase("torchpair::_emd_backward", _emd_backward_args, id="_emd_backward"),
+]
+
+
 # ---------------------------------------------------------------------------------------
 # Boolean family (issue 4): scipy / sklearn on the inputs' nonzero patterns (or values).
 # ---------------------------------------------------------------------------------------

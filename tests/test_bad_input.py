@@ -137,6 +137,8 @@ CASES += [
      r"'rational_quadratic' does not take parameter 'length_scales'"),
     ("rq-alpha-zero", lambda: tp.pairwise(x, y, "rational_quadratic", alpha=0.0), ValueError, r"'alpha'.*> 0"),
     ("rq-alpha-inf", lambda: tp.pairwise(x, y, "rational_quadratic", alpha=float("inf")), ValueError, r"'alpha'.*finite"),
+]
+
 # numeric distances and pdist (issue 3a)
 CASES += [
     ("minkowski-negative-p", lambda: tp.pairwise(x, y, "minkowski", p=-1.0), ValueError, r"'p'.*>= 1"),

@@ -353,3 +353,32 @@ def test_backward_through_core_raises():
     with pytest.raises(RuntimeError, match="not differentiable"):
         torch.ops.torchpair._dense_backward(torch.ones(1, 2, 2), x, x, None, None, "packed_jaccard", [10.0], False,
                                             False, torch.float32, [True, True, False, False])
+
+
+# ---- pdist: the condensed triangle of the Boolean and equality engines (scipy's pdist) ------
+@pytest.mark.parametrize("metric", ["dice", "jaccard", "rogerstanimoto", "russellrao", "sokalsneath", "yule",
+                                    "hamming", "equal"])
+@pytest.mark.parametrize("d", [1, 64, 130])
+def test_pdist_matches_scipy(metric, d):
+    from scipy.spatial.distance import pdist as scipy_pdist
+
+    g = torch.Generator().manual_seed(d)
+    x = torch.rand(2, 25, d, generator=g) < 0.4
+    out = tp.pdist(x, metric)
+    assert out.shape == (2, 25 * 24 // 2)
+    for b in range(2):
+        ref = scipy_pdist(x[b].numpy(), "hamming" if metric == "equal" else metric)
+        if metric == "equal":
+            assert out.dtype == torch.bool and torch.equal(out[b], torch.from_numpy(ref == 0))
+        else:
+            assert out.dtype == torch.float32
+            np.testing.assert_allclose(out[b].double().numpy(), ref, rtol=1e-6, atol=1e-7)
+
+
+def test_pdist_integer_hamming_and_sequences_route():
+    from scipy.spatial.distance import pdist as scipy_pdist
+
+    xi = torch.randint(0, 3, (20, 6), generator=torch.Generator().manual_seed(1))
+    np.testing.assert_allclose(tp.pdist(xi, "hamming").double().numpy(), scipy_pdist(xi.numpy(), "hamming"))
+    tokens, lengths = tp.encode(["kitten", "sitting", "mitten"])
+    assert tp.pdist(tokens, "levenshtein", lengths=lengths).tolist() == [3, 1, 3]  # rapidfuzz's values

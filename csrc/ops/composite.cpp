@@ -387,7 +387,7 @@ at::Tensor pdist_op(const at::Tensor& x, c10::string_view metric TP_PARAM_DECLS)
   const char* op = "pdist";
   const auto& info = catalog::lookup(std::string(metric), op);
   Flat f = flatten(op, info, x, std::nullopt);
-  const auto prep = prepare(op, info, f, opts);
+  const auto prep = prepare(op, info, f, opts, /*selection=*/true);  // entries of the matrix: `equal` stays bool
   const at::Tensor out = condensed(core_of(prep, false));  // [B, n(n-1)/2]
   return restore(out, f, {out.sym_size(1)});
 }
