@@ -133,6 +133,34 @@ def references() -> dict[str, torch.Tensor]:
     ]:
         oracle[name], python[name] = o, p
 
+    # token sequences: rapidfuzz oracles
+    from rapidfuzz import process
+    from rapidfuzz.distance import JaroWinkler, Levenshtein
+
+    words_a = ["kitten", "sitting", "", "flaw", "lawn", "intention"]
+    words_b = ["mitten", "fitting", "execution", "law", "a"]
+    (sx, sxl), (sy, syl) = tp.encode(words_a, words_b)
+    refs.update({"in/sx": sx, "in/sxl": sxl, "in/sy": sy, "in/syl": syl})
+    lev = torch.from_numpy(process.cdist(words_a, words_b, scorer=Levenshtein.distance)).long()
+    lev_w = torch.from_numpy(process.cdist(words_a, words_b, scorer=Levenshtein.distance, scorer_kwargs={
+        "weights": (1, 2, 3)})).long()
+    jw = torch.from_numpy(process.cdist(words_a, words_b, scorer=JaroWinkler.distance, dtype="float64"))
+    lev_self = torch.from_numpy(process.cdist(words_a, words_a, scorer=Levenshtein.distance)).long()
+    iu = torch.triu_indices(len(words_a), len(words_a), 1)
+    near = torch.sort(lev, dim=1, stable=True)
+    for name, o, p in [
+        ("seq_levenshtein", lev, tp.seq.pairwise(sx, sy, "levenshtein", x_lengths=sxl, y_lengths=syl)),
+        ("seq_levenshtein_weights", lev_w,
+         tp.seq.pairwise(sx, sy, "levenshtein", x_lengths=sxl, y_lengths=syl, weights=(1, 2, 3))),
+        ("seq_jaro_winkler", jw, tp.seq.pairwise(sx, sy, "jaro_winkler", x_lengths=sxl, y_lengths=syl)),
+        ("seq_pdist", lev_self[iu[0], iu[1]], tp.seq.pdist(sx, "levenshtein", lengths=sxl)),
+        ("seq_topk_values", near.values[:, :2], tp.seq.lazy(sx, sy, "levenshtein", x_lengths=sxl,
+                                                            y_lengths=syl).topk(2, largest=False).values),
+        ("seq_topk_indices", near.indices[:, :2], tp.seq.lazy(sx, sy, "levenshtein", x_lengths=sxl,
+                                                              y_lengths=syl).topk(2, largest=False).indices),
+    ]:
+        oracle[name], python[name] = o, p
+
     # gradients: autograd through the dense formulas vs through the Python API
     def grads(f, *inputs):
         inputs = [t.clone().requires_grad_(True) for t in inputs]

@@ -1,6 +1,7 @@
 // The LibTorch C++ API (namespace tp): thin wrappers over the dispatcher operators, so C++
 // and Python share one implementation, with autograd and autocast.
 #include <ATen/ATen.h>
+#include <ATen/core/dispatch/Dispatcher.h>
 #include <c10/util/Exception.h>
 #include <torch/version.h>
 
@@ -189,6 +190,71 @@ at::Tensor emd2(const std::optional<at::Tensor>& a, const std::optional<at::Tens
                 std::optional<int64_t> max_iter, bool normalize, std::optional<double> mass_tol) {
   return emd(a, b, M, max_iter, normalize, mass_tol).cost;
 }
+
+namespace seq {
+namespace {
+
+// The operators' scalar list for a metric, from the options (the same packing as Python's
+// torchpair.sequences._scalars); a parameter the metric does not take is an error.
+std::vector<double> scalars_of(const std::string& metric, const SequenceOptions& o) {
+  auto reject = [&](const char* name) {
+    TORCH_CHECK_VALUE(false, "tp::seq: metric '", metric, "' does not take parameter '", name, "'");
+  };
+  if (o.weights.has_value() && metric != "levenshtein") reject("weights");
+  if (o.pad.has_value() && metric != "hamming") reject("pad");
+  if (o.prefix_weight.has_value() && metric != "jaro_winkler") reject("prefix_weight");
+  if (metric == "levenshtein") {
+    const auto w = o.weights.value_or(std::array<int64_t, 3>{1, 1, 1});
+    for (int64_t v : w) TORCH_CHECK_VALUE(v >= 0, "tp::seq: 'weights' must be non-negative, got ", v);
+    return {double(w[0]), double(w[1]), double(w[2])};
+  }
+  if (metric == "hamming") return {o.pad.value_or(false) ? 1.0 : 0.0};
+  if (metric == "jaro_winkler") {
+    const double pw = o.prefix_weight.value_or(0.1);
+    TORCH_CHECK_VALUE(pw >= 0.0 && pw <= 1.0, "tp::seq: 'prefix_weight' must be in [0, 1], got ", pw);
+    return {pw};
+  }
+  return {};
+}
+
+template <typename Sig>
+c10::TypedOperatorHandle<Sig> seq_op(const char* name) {
+  return c10::Dispatcher::singleton().findSchemaOrThrow(name, "").typed<Sig>();
+}
+
+}  // namespace
+
+at::Tensor pairwise(const at::Tensor& x, const at::Tensor& x_lengths, const at::Tensor& y,
+                    const at::Tensor& y_lengths, const std::string& metric, const SequenceOptions& options) {
+  static auto op = seq_op<at::Tensor(const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&,
+                                     c10::string_view, at::ArrayRef<double>, bool)>("torchpair::_seq_dense");
+  // the core operator takes one batch dim: [1, N, L] / [1, N]
+  return op.call(x.unsqueeze(0), x_lengths.unsqueeze(0), y.unsqueeze(0), y_lengths.unsqueeze(0), metric,
+                 scalars_of(metric, options), options.normalized)
+      .squeeze(0);
+}
+
+at::Tensor pdist(const at::Tensor& x, const at::Tensor& x_lengths, const std::string& metric,
+                 const SequenceOptions& options) {
+  static auto op = seq_op<at::Tensor(const at::Tensor&, const at::Tensor&, c10::string_view, at::ArrayRef<double>,
+                                     bool)>("torchpair::_seq_pdist");
+  return op.call(x.unsqueeze(0), x_lengths.unsqueeze(0), metric, scalars_of(metric, options), options.normalized)
+      .squeeze(0);
+}
+
+std::tuple<at::Tensor, at::Tensor> topk(const at::Tensor& x, const at::Tensor& x_lengths, const at::Tensor& y,
+                                        const at::Tensor& y_lengths, int64_t k, const std::string& metric,
+                                        bool largest, const SequenceOptions& options) {
+  static auto op = seq_op<std::tuple<at::Tensor, at::Tensor>(const at::Tensor&, const at::Tensor&, const at::Tensor&,
+                                                             const at::Tensor&, c10::string_view,
+                                                             at::ArrayRef<double>, bool, int64_t, bool)>(
+      "torchpair::_seq_topk");
+  auto [values, indices] = op.call(x.unsqueeze(0), x_lengths.unsqueeze(0), y.unsqueeze(0), y_lengths.unsqueeze(0),
+                                   metric, scalars_of(metric, options), options.normalized, k, largest);
+  return {values.reshape({x.size(0), k}), indices.reshape({x.size(0), k})};
+}
+
+}  // namespace seq
 
 std::vector<std::string> metrics() {
   std::vector<std::string> names;

@@ -9,5 +9,6 @@
 #include "torchpair/expression.h"
 #include "torchpair/functional.h"
 #include "torchpair/options.h"
+#include "torchpair/sequences.h"
 #include "torchpair/sets.h"
 #include "torchpair/version.h"

@@ -14,6 +14,7 @@
 #include <torch/csrc/autograd/autograd.h>
 #include <torch/csrc/jit/serialization/pickle.h>
 
+#include <array>
 #include <fstream>
 #include <functional>
 #include <iostream>
@@ -192,6 +193,24 @@ void sets(const Refs& r) {
   const tp::TransportResult t = tp::emd(a, b, M);
   CHECK_THAT(t.status.item<int64_t>() == 0, "emd status " << t.status);
   compare(r, "emd_plan_marginal", t.plan.sum(-1));
+
+  const at::Tensor sx = get(r, "in/sx"), sxl = get(r, "in/sxl"), sy = get(r, "in/sy"), syl = get(r, "in/syl");
+  compare(r, "seq_levenshtein", tp::seq::pairwise(sx, sxl, sy, syl, "levenshtein"));
+  tp::seq::SequenceOptions weighted;
+  weighted.weights = std::array<int64_t, 3>{1, 2, 3};
+  compare(r, "seq_levenshtein_weights", tp::seq::pairwise(sx, sxl, sy, syl, "levenshtein", weighted));
+  compare(r, "seq_jaro_winkler", tp::seq::pairwise(sx, sxl, sy, syl, "jaro_winkler"), 1e-12);
+  compare(r, "seq_pdist", tp::seq::pdist(sx, sxl, "levenshtein"));
+  auto [sv, si] = tp::seq::topk(sx, sxl, sy, syl, 2, "levenshtein");
+  compare(r, "seq_topk_values", sv);
+  compare(r, "seq_topk_indices", si);
+  bool rejected = false;
+  try {
+    tp::seq::pairwise(sx, sxl, sy, syl, "osa", weighted);
+  } catch (const c10::Error& e) {
+    rejected = std::string(e.what()).find("'weights'") != std::string::npos;
+  }
+  CHECK_THAT(rejected, "tp::seq: a parameter the metric does not take must raise naming it");
 }
 
 // Gradients computed in C++ (through the operators' C++ autograd) against the oracle's.
