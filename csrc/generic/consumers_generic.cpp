@@ -272,12 +272,34 @@ inline at::Tensor popcount64(const at::Tensor& v) {
   return (x * int64_t(0x0101010101010101LL)).bitwise_right_shift(56);
 }
 
+// The Evaluator plumbing shared by the non-differentiable (Boolean / equality) families:
+// tiles and matched pairs both evaluate Derived::evaluate(x, y) on broadcast operands.
+template <typename Derived>
+struct NonDifferentiableEvaluator : Evaluator {
+  at::Tensor values(const Tile& t) const override {
+    const at::Tensor r = t.rowx.unsqueeze(2), c = t.colx.unsqueeze(1);
+    const auto& self = static_cast<const Derived&>(*this);
+    return t.flipped ? self.evaluate(c, r) : self.evaluate(r, c);
+  }
+  at::Tensor vjp(const Tile&, const at::Tensor&, at::Tensor&, at::Tensor&) const override {
+    boolean_not_differentiable();
+  }
+  at::Tensor paired_values(const at::Tensor& x, const at::Tensor& y, const at::Tensor&, const at::Tensor&,
+                           const at::Tensor&) const override {
+    return static_cast<const Derived&>(*this).evaluate(x, y);
+  }
+  engine::Grads4 paired_vjp(const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&,
+                            const at::Tensor&, const at::Tensor&) const override {
+    boolean_not_differentiable();
+  }
+};
+
 template <typename M>
-struct PackedEvaluator final : Evaluator {
+struct PackedEvaluator final : NonDifferentiableEvaluator<PackedEvaluator<M>> {
   double features;
   at::ScalarType value_type;
   PackedEvaluator(const std::vector<double>& sc, at::ScalarType vt) : features(sc.at(0)), value_type(vt) {
-    elementwise = true;  // a tile's [B, nr, nc, words] intermediate counts against the budget
+    this->elementwise = true;  // a tile's [B, nr, nc, words] intermediate counts against the budget
   }
 
   // formula of broadcastable words x [..., W], y [..., W] (x is the kernel's x operand)
@@ -289,29 +311,14 @@ struct PackedEvaluator final : Evaluator {
     const at::Tensor ff = at::full({}, features, opts) - nx - ny + tt;
     return M::value(tt, tf, ft, ff);
   }
-  at::Tensor values(const Tile& t) const override {
-    const at::Tensor r = t.rowx.unsqueeze(2), c = t.colx.unsqueeze(1);
-    return t.flipped ? evaluate(c, r) : evaluate(r, c);
-  }
-  at::Tensor vjp(const Tile&, const at::Tensor&, at::Tensor&, at::Tensor&) const override {
-    boolean_not_differentiable();
-  }
-  at::Tensor paired_values(const at::Tensor& x, const at::Tensor& y, const at::Tensor&, const at::Tensor&,
-                           const at::Tensor&) const override {
-    return evaluate(x, y);
-  }
-  engine::Grads4 paired_vjp(const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&,
-                            const at::Tensor&, const at::Tensor&) const override {
-    boolean_not_differentiable();
-  }
 };
 
 template <typename M>
-struct EqualityEvaluator final : Evaluator {
+struct EqualityEvaluator final : NonDifferentiableEvaluator<EqualityEvaluator<M>> {
   bool weighted;
   at::ScalarType value_type;
   EqualityEvaluator(const std::vector<double>& sc, at::ScalarType vt) : weighted(sc.at(0) == 1.0), value_type(vt) {
-    elementwise = true;
+    this->elementwise = true;
   }
 
   // x [..., d], y [..., d] float64 ([values | weights] when weighted; x's weights are used)
@@ -331,21 +338,6 @@ struct EqualityEvaluator final : Evaluator {
     total = total.to(value_type);
     const at::Tensor zero = at::zeros_like(neq);
     return M::value(total - neq, neq, zero, zero);
-  }
-  at::Tensor values(const Tile& t) const override {
-    const at::Tensor r = t.rowx.unsqueeze(2), c = t.colx.unsqueeze(1);
-    return t.flipped ? evaluate(c, r) : evaluate(r, c);
-  }
-  at::Tensor vjp(const Tile&, const at::Tensor&, at::Tensor&, at::Tensor&) const override {
-    boolean_not_differentiable();
-  }
-  at::Tensor paired_values(const at::Tensor& x, const at::Tensor& y, const at::Tensor&, const at::Tensor&,
-                           const at::Tensor&) const override {
-    return evaluate(x, y);
-  }
-  engine::Grads4 paired_vjp(const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&,
-                            const at::Tensor&, const at::Tensor&) const override {
-    boolean_not_differentiable();
   }
 };
 
