@@ -319,6 +319,50 @@ def test_compile_and_export():
         assert torch.equal(e, c)
 
 
+def test_engine_paths_linear_scan_and_damerau():
+    """The engines' special paths against rapidfuzz: the vectorized linear scans (prefix /
+    postfix common runs past their 16-position layout, every column tail of a SIMD vector),
+    Damerau-Levenshtein groups in int16 lanes, int32 lanes (ids past int16) and rank-mapped
+    ids (past int32), full and partial groups, in dense, pdist and top-k."""
+    rng = random.Random(23)
+    stems = ["", "abcabcabcabcabcabcab", "x" * 70, "abababababababababababababab"]
+
+    def stemmed(n):  # shared stems at both ends: common prefixes / postfixes of 0-98 tokens
+        out = []
+        for _ in range(n):
+            s = rng.choice(stems) + "".join(rng.choice("abcx") for _ in range(rng.randint(0, 6)))
+            out.append(s + rng.choice(stems) if rng.random() < 0.5 else s)
+        return out
+
+    a, b = stemmed(41), stemmed(37)
+    (xa, la), (xb, lb) = tp.encode(a, b)
+    iu = np.triu_indices(len(a), 1)
+    for metric, kw in (("prefix", {}), ("postfix", {}), ("hamming", {"pad": True}), ("damerau_levenshtein", {})):
+        for normalized in (False, True):
+            want = oracle(metric, a, b, normalized, **kw)
+            check(tp.seq.pairwise(xa, xb, metric, x_lengths=la, y_lengths=lb, normalized=normalized, **kw), want,
+                  normalized)
+            check(tp.seq.pdist(xa, metric, lengths=la, normalized=normalized, **kw),
+                  oracle(metric, a, a, normalized, **kw)[iu], normalized)
+        v, i = tp.seq.lazy(xa, xb, metric, x_lengths=la, y_lengths=lb, **kw).topk(3, largest=False)
+        wv, wi = _stable_topk(oracle(metric, a, b, **kw), 3, False, 1)
+        check(v, wv, False)
+        np.testing.assert_array_equal(i.numpy(), wi)
+    # token ids past int16 (int32 lanes) and past int32 (ranked ids), 70 rows: full and partial groups
+    for base in (40000, 10**12):
+        toks = [base + 7 * q for q in range(5)] + [-base, 0]
+        a = [[rng.choice(toks) for _ in range(rng.randint(0, 45))] for _ in range(70)]
+        b = [[rng.choice(toks) for _ in range(rng.randint(0, 45))] for _ in range(19)]
+        a[0], b[0] = b[1] + [toks[0]], b[1] + [toks[1]]  # a long common prefix
+        L = 46
+        x = torch.tensor([s + [-1] * (L - len(s)) for s in a])
+        y = torch.tensor([s + [-1] * (L - len(s)) for s in b])
+        lx, ly = torch.tensor([len(s) for s in a]), torch.tensor([len(s) for s in b])
+        for metric, kw in (("prefix", {}), ("postfix", {}), ("hamming", {"pad": True}),
+                           ("damerau_levenshtein", {})):
+            check(tp.seq.pairwise(x, y, metric, x_lengths=lx, y_lengths=ly, **kw), oracle(metric, a, b, **kw), False)
+
+
 # ---- bad input ------------------------------------------------------------------------
 def _tok():
     return tp.encode(["abc", "de"], ["abcd"])
@@ -385,7 +429,8 @@ def test_every_cpu_capability():
     code = textwrap.dedent("""
         import random, numpy as np, torch, torchpair as tp
         from rapidfuzz import process
-        from rapidfuzz.distance import Levenshtein, OSA, Indel, JaroWinkler, LCSseq
+        from rapidfuzz.distance import (Levenshtein, OSA, Indel, JaroWinkler, LCSseq, DamerauLevenshtein, Hamming,
+                                        Prefix, Postfix)
         rng = random.Random(0)
         def strings(n, lo, hi):
             return ["".join(rng.choice("abcd") for _ in range(rng.randint(lo, hi))) for _ in range(n)]
@@ -393,18 +438,20 @@ def test_every_cpu_capability():
         b = strings(9, 0, 70) + strings(3, 100, 300)
         (xa, la), (xb, lb) = tp.encode(a, b)
         for metric, sc in [("levenshtein", Levenshtein), ("osa", OSA), ("indel", Indel), ("lcs", LCSseq),
-                           ("jaro_winkler", JaroWinkler)]:
+                           ("jaro_winkler", JaroWinkler), ("damerau_levenshtein", DamerauLevenshtein),
+                           ("hamming", Hamming), ("prefix", Prefix), ("postfix", Postfix)]:
             fl = metric == "jaro_winkler"
+            kw = {"pad": True} if metric == "hamming" else {}
             want = process.cdist(a, b, scorer=sc.normalized_distance if fl else sc.distance,
-                                 dtype=np.float64 if fl else np.int64, workers=1)
-            got = tp.seq.pairwise(xa, xb, metric, x_lengths=la, y_lengths=lb).numpy()
+                                 dtype=np.float64 if fl else np.int64, workers=1, scorer_kwargs=kw)
+            got = tp.seq.pairwise(xa, xb, metric, x_lengths=la, y_lengths=lb, **kw).numpy()
             np.testing.assert_allclose(got, want, rtol=0, atol=1e-12) if fl else np.testing.assert_array_equal(got, want)
-            v, i = tp.seq.lazy(xa, xb, metric, x_lengths=la, y_lengths=lb).min(-1)
+            v, i = tp.seq.lazy(xa, xb, metric, x_lengths=la, y_lengths=lb, **kw).min(-1)
             np.testing.assert_array_equal(i.numpy(), np.argmin(want, axis=1))
             iu = np.triu_indices(len(a), 1)
             wp = process.cdist(a, a, scorer=sc.normalized_distance if fl else sc.distance,
-                               dtype=np.float64 if fl else np.int64, workers=1)[iu]
-            gp = tp.seq.pdist(xa, metric, lengths=la).numpy()
+                               dtype=np.float64 if fl else np.int64, workers=1, scorer_kwargs=kw)[iu]
+            gp = tp.seq.pdist(xa, metric, lengths=la, **kw).numpy()
             np.testing.assert_allclose(gp, wp, rtol=0, atol=1e-12) if fl else np.testing.assert_array_equal(gp, wp)
         print("ok", torch.backends.cpu.get_cpu_capability())
     """)

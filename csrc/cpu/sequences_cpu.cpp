@@ -10,9 +10,14 @@
 #include <ATen/Parallel.h>
 
 #include <algorithm>
+#include <limits>
+#include <memory>
 #include <vector>
 
+#include "sequences/seq_damerau.h"
 #include "sequences/seq_engine.h"
+#include "sequences/seq_layout.h"
+#include "sequences/seq_linear.h"
 #include "sequences/seq_simd.h"
 
 namespace tp::seq {
@@ -20,14 +25,6 @@ inline namespace CPU_CAPABILITY {
 namespace {
 
 constexpr int64_t kColBlock = 256;
-
-struct Side {
-  const int64_t* tok;
-  const int64_t* len;
-  int64_t rows, L;
-  const int64_t* row(int64_t b, int64_t i) const { return tok + (b * rows + i) * L; }
-  int64_t length(int64_t b, int64_t i) const { return len[b * rows + i]; }
-};
 
 Side side(const at::Tensor& t, const at::Tensor& len) {
   return Side{t.data_ptr<int64_t>(), len.data_ptr<int64_t>(), t.size(1), t.size(2)};
@@ -55,13 +52,16 @@ int64_t group_max_length(GroupKernel kind) {
       return -1;
     case GroupKernel::jaro:
       return 64;
+    case GroupKernel::damerau:
+      return std::numeric_limits<int64_t>::max();
     default:
       return kMaxGroupWords * 64;
   }
 }
 
 // max_text: the longest sequence on the other side (narrow lanes hold distance counters).
-Plan plan_units(const Side& X, int64_t B, GroupKernel kind, bool by_length, int64_t max_text) {
+// dl16: Damerau-Levenshtein groups may use int16 lanes (ids and lengths fit).
+Plan plan_units(const Side& X, int64_t B, GroupKernel kind, bool by_length, int64_t max_text, bool dl16) {
   Plan plan;
   plan.per_batch.resize(B);
   const int64_t max_len = group_max_length(kind);
@@ -70,6 +70,7 @@ Plan plan_units(const Side& X, int64_t B, GroupKernel kind, bool by_length, int6
   const bool narrow = by_length && kind != GroupKernel::none && kind != GroupKernel::jaro;
   const int64_t lim16 = (kind == GroupKernel::lcs || max_text < 32000) ? 16 : 0;
   auto cls_of = [&](int64_t len) -> int64_t {
+    if (kind == GroupKernel::damerau) return dl16 ? 16 : 32;  // any length, one lane per row
     if (len > max_len) return 0;
     if (narrow && len <= lim16) return 16;
     if (narrow && len <= 32) return 32;
@@ -109,11 +110,50 @@ int64_t max_length(const Side& S, int64_t B) {
   return mx;
 }
 
-// Evaluates one unit against columns [c0, c1) of y (batch element b): vals[l * ldv + (j - c0)].
+// Read-only state of one call, built before the threads start and shared by them: the
+// linear-scan layouts (hamming, prefix, postfix) and, for Damerau-Levenshtein, both
+// operands' tokens as int32 ids (same layout as the int64 tokens).
+struct CallData {
+  std::unique_ptr<LinearScan> lin;
+  std::vector<int32_t> xn, yn;
+  bool dl16 = false;
+  const Side *X = nullptr, *Y = nullptr;
+  const int32_t* xrow(int64_t b, int64_t i) const { return xn.data() + (b * X->rows + i) * X->L; }
+  const int32_t* yrow(int64_t b, int64_t j) const {
+    return (yn.empty() ? xn.data() : yn.data()) + (b * Y->rows + j) * Y->L;
+  }
+};
+
+// same: Y is X (pdist).
+void prepare_call(CallData& cd, const Params& p, const Side& X, const Side& Y, int64_t B, bool same) {
+  cd.X = &X;
+  cd.Y = &Y;
+  const bool dl = p.metric == Metric::damerau_levenshtein;
+  if (!is_linear(p) && !dl) return;
+  if (is_linear(p)) {
+    cd.lin = std::make_unique<LinearScan>(p, X, Y, B, same);
+    return;
+  }
+  const Side sides[2] = {X, Y};
+  TokenIds ids;
+  ids.build(sides, same ? 1 : 2, B);
+  auto narrow = [&](const Side& S, std::vector<int32_t>& out) {
+    out.assign(B * S.rows * S.L, 0);
+    for (int64_t q = 0; q < B * S.rows; ++q)
+      for (int64_t t = 0; t < S.len[q]; ++t) out[q * S.L + t] = ids(S.tok[q * S.L + t]);
+  };
+  narrow(X, cd.xn);
+  if (!same) narrow(Y, cd.yn);
+  cd.dl16 = ids.fits16() && std::max(max_length(X, B), max_length(Y, B)) < 16000;
+}
+
+// Evaluates one unit against columns [c0, c1) of y (batch element b): lane l's value of
+// column j goes to dst[l][j - c0] (the output row itself for dense, a buffer otherwise).
 template <typename V>
 class UnitEvaluator {
  public:
-  UnitEvaluator(const Params& p, const Side& X, const Side& Y) : p_(p), X_(X), Y_(Y), kind_(group_kernel(p)) {}
+  UnitEvaluator(const Params& p, const Side& X, const Side& Y, const CallData& cd)
+      : p_(p), X_(X), Y_(Y), cd_(cd), kind_(group_kernel(p)) {}
 
   // Builds the unit's masks (once per unit); returns its lanes.
   int prepare(int64_t b, const int64_t* rows, int64_t count, int64_t cls) {
@@ -121,13 +161,21 @@ class UnitEvaluator {
     lanes_ = int(count);
     cls_ = cls;
     group_ = cls == 64;
+    row0_ = rows[0];
     for (int l = 0; l < lanes_; ++l) {
       s1_[l] = X_.row(b, rows[l]);
       m_[l] = X_.length(b, rows[l]);
     }
     if (key == built_) return lanes_;
     built_ = key;
-    if (cls == 16) {
+    if (kind_ == GroupKernel::damerau) {
+      const int32_t* ids[kMaxLanes];
+      for (int l = 0; l < lanes_; ++l) ids[l] = cd_.xrow(b, rows[l]);
+      if (cls == 16)
+        dl16_.build(ids, m_, lanes_);
+      else
+        dl32_.build(ids, m_, lanes_);
+    } else if (cls == 16) {
       g16_.build(s1_, m_, lanes_);
     } else if (cls == 32) {
       g32_.build(s1_, m_, lanes_);
@@ -140,7 +188,23 @@ class UnitEvaluator {
     return lanes_;
   }
 
-  void eval(int64_t b, int64_t c0, int64_t c1, V* vals, int64_t ldv) {
+  void eval(int64_t b, int64_t c0, int64_t c1, V* const* dst) {
+    if (cd_.lin) {  // single rows
+      cd_.lin->row(b, row0_, c0, c1, dst[0]);
+      return;
+    }
+    if (kind_ == GroupKernel::damerau) {
+      int64_t d[kMaxLanes];
+      for (int64_t j = c0; j < c1; ++j) {
+        const int64_t n = Y_.length(b, j);
+        if (cls_ == 16)
+          dl16_.distances(cd_.yrow(b, j), n, d);
+        else
+          dl32_.distances(cd_.yrow(b, j), n, d);
+        store(d, n, j - c0, dst);
+      }
+      return;
+    }
     if (cls_ == 16 || cls_ == 32) {
       int64_t d[kMaxLanes];
       for (int64_t j = c0; j < c1; ++j) {
@@ -149,7 +213,7 @@ class UnitEvaluator {
           g16_.distances(p_, kind_, Y_.row(b, j), n, d);
         else
           g32_.distances(p_, kind_, Y_.row(b, j), n, d);
-        store(d, n, j - c0, vals, ldv);
+        store(d, n, j - c0, dst);
       }
       return;
     }
@@ -168,7 +232,7 @@ class UnitEvaluator {
                 sim[l] = jaro_winkler_from(sim[l], s1_[l], m_[l], t, n, p_.prefix_weight);
             }
           }
-          for (int l = 0; l < lanes_; ++l) vals[l * ldv + (j - c0)] = 1.0 - sim[l];
+          for (int l = 0; l < lanes_; ++l) dst[l][j - c0] = 1.0 - sim[l];
         }
       }
       return;
@@ -178,69 +242,85 @@ class UnitEvaluator {
       for (int64_t j = c0; j < c1; ++j) {
         const int64_t n = Y_.length(b, j);
         group_distances(p_, kind_, gm_, info_, Y_.row(b, j), n, d);
-        store(d, n, j - c0, vals, ldv);
+        store(d, n, j - c0, dst);
       }
       return;
     }
+    V* out = dst[0];
     for (int64_t j = c0; j < c1; ++j) {
       if constexpr (std::is_same_v<V, double>)
-        vals[j - c0] = distance_float(p_, pm_, s1_[0], m_[0], Y_.row(b, j), Y_.length(b, j), sc_);
+        out[j - c0] = distance_float(p_, pm_, s1_[0], m_[0], Y_.row(b, j), Y_.length(b, j), sc_);
       else
-        vals[j - c0] = distance_int(p_, pm_, s1_[0], m_[0], Y_.row(b, j), Y_.length(b, j), sc_);
+        out[j - c0] = distance_int(p_, pm_, s1_[0], m_[0], Y_.row(b, j), Y_.length(b, j), sc_);
     }
   }
 
  private:
-  // Raw distances d[l] of the lanes against a text of n tokens into column c of vals.
-  void store(const int64_t* d, int64_t n, int64_t c, V* vals, int64_t ldv) const {
+  // Raw distances d[l] of the lanes against a text of n tokens into column c of the lanes' rows.
+  void store(const int64_t* d, int64_t n, int64_t c, V* const* dst) const {
     for (int l = 0; l < lanes_; ++l) {
       if constexpr (std::is_same_v<V, double>) {
         const int64_t mx = maximum(p_, m_[l], n);
-        vals[l * ldv + c] = mx ? double(d[l]) / double(mx) : 0.0;
+        dst[l][c] = mx ? double(d[l]) / double(mx) : 0.0;
       } else {
-        vals[l * ldv + c] = d[l];
+        dst[l][c] = d[l];
       }
     }
   }
 
   const Params& p_;
   const Side &X_, &Y_;
+  const CallData& cd_;
   GroupKernel kind_;
   bool group_ = false;
   int lanes_ = 0;
-  int64_t cls_ = 0;
+  int64_t cls_ = 0, row0_ = 0;
   int64_t built_ = -1;
   const int64_t* s1_[kMaxLanes] = {};
   int64_t m_[kMaxLanes] = {};
   NarrowGroup<int16_t> g16_;
   NarrowGroup<int32_t> g32_;
+  DamerauGroup<int16_t> dl16_;
+  DamerauGroup<int32_t> dl32_;
   GroupMatch gm_;
   GroupInfo info_;
   PatternMatch pm_;
   Scratch sc_;
 };
 
+// Tasks per claim of the work queue: about 1/64 of a thread's share, at least one.
+int64_t chunk_for(int64_t tasks) {
+  return std::max<int64_t>(1, tasks / (64 * std::max<int64_t>(1, at::get_num_threads())));
+}
+
 template <typename V>
 void dense_impl(const Side& X, const Side& Y, int64_t B, const Params& p, V* out) {
   const int64_t N = X.rows, M = Y.rows;
   if (B * N * M == 0) return;
-  const Plan plan = plan_units(X, B, group_kernel(p), /*by_length=*/true, max_length(Y, B));
-  const int64_t cblocks = (M + kColBlock - 1) / kColBlock;
+  CallData cd;
+  prepare_call(cd, p, X, Y, B, /*same=*/false);
+  const Plan plan = plan_units(X, B, group_kernel(p), /*by_length=*/true, max_length(Y, B), cd.dl16);
+  // A linear scan's row is cheap: wide column blocks, fewer tasks.
+  const int64_t cblock = cd.lin ? 4 * kColBlock : kColBlock;
+  const int64_t cblocks = (M + cblock - 1) / cblock;
   const int64_t tasks = B * plan.per * cblocks;
-  at::parallel_for(0, tasks, 1, [&](int64_t t0, int64_t t1) {
-    UnitEvaluator<V> ev(p, X, Y);
-    std::vector<V> vals(kMaxLanes * kColBlock);
-    for (int64_t t = t0; t < t1; ++t) {
-      const int64_t unit = t / cblocks, cb = t % cblocks;
-      const int64_t b = unit / plan.per, u = unit % plan.per;
-      const Units& us = plan.per_batch[b];
-      if (u >= us.size()) continue;
-      const int64_t* rows = &us.order[us.start[u]];
-      const int lanes = ev.prepare(b, rows, us.count[u], us.cls[u]);
-      const int64_t c0 = cb * kColBlock, c1 = std::min(M, c0 + kColBlock);
-      ev.eval(b, c0, c1, vals.data(), kColBlock);
-      for (int l = 0; l < lanes; ++l)
-        std::copy_n(&vals[l * kColBlock], c1 - c0, out + (b * N + rows[l]) * M + c0);
+  TaskQueue queue(tasks, chunk_for(tasks));
+  at::parallel_for(0, queue.workers(), 1, [&](int64_t, int64_t) {
+    UnitEvaluator<V> ev(p, X, Y, cd);
+    V* dst[kMaxLanes];
+    int64_t t0, t1;
+    while (queue.next(t0, t1)) {
+      for (int64_t t = t0; t < t1; ++t) {
+        const int64_t unit = t / cblocks, cb = t % cblocks;
+        const int64_t b = unit / plan.per, u = unit % plan.per;
+        const Units& us = plan.per_batch[b];
+        if (u >= us.size()) continue;
+        const int64_t* rows = &us.order[us.start[u]];
+        const int lanes = ev.prepare(b, rows, us.count[u], us.cls[u]);
+        const int64_t c0 = cb * cblock, c1 = std::min(M, c0 + cblock);
+        for (int l = 0; l < lanes; ++l) dst[l] = out + (b * N + rows[l]) * M + c0;
+        ev.eval(b, c0, c1, dst);
+      }
     }
   });
 }
@@ -250,7 +330,9 @@ void pdist_impl(const Side& X, int64_t B, const Params& p, V* out) {
   const int64_t N = X.rows;
   const int64_t P = N * (N - 1) / 2;
   if (B * P == 0) return;
-  const Plan plan = plan_units(X, B, group_kernel(p), /*by_length=*/false, max_length(X, B));
+  CallData cd;
+  prepare_call(cd, p, X, X, B, /*same=*/true);
+  const Plan plan = plan_units(X, B, group_kernel(p), /*by_length=*/false, max_length(X, B), cd.dl16);
   // Rows in index order: a group's lanes then start their columns close together.
   // Tasks: (batch, unit, block of columns after the unit's first row), enumerated once.
   std::vector<int64_t> tb, tu, tc;
@@ -266,19 +348,26 @@ void pdist_impl(const Side& X, int64_t B, const Params& p, V* out) {
       }
     }
   }
-  at::parallel_for(0, int64_t(tb.size()), 1, [&](int64_t t0, int64_t t1) {
-    UnitEvaluator<V> ev(p, X, X);
+  const int64_t tasks = int64_t(tb.size());
+  TaskQueue queue(tasks, chunk_for(tasks));
+  at::parallel_for(0, queue.workers(), 1, [&](int64_t, int64_t) {
+    UnitEvaluator<V> ev(p, X, X, cd);
     std::vector<V> vals(kMaxLanes * kColBlock);
-    for (int64_t t = t0; t < t1; ++t) {
-      const int64_t b = tb[t], u = tu[t], c0 = tc[t], c1 = std::min(N, c0 + kColBlock);
-      const Units& us = plan.per_batch[b];
-      const int64_t* rows = &us.order[us.start[u]];
-      const int lanes = ev.prepare(b, rows, us.count[u], us.cls[u]);
-      ev.eval(b, c0, c1, vals.data(), kColBlock);
-      for (int l = 0; l < lanes; ++l) {
-        const int64_t i = rows[l];
-        const int64_t base = b * P + N * i - i * (i + 1) / 2 - i - 1;  // + j: the pair (i, j), scipy's order
-        for (int64_t j = std::max(c0, i + 1); j < c1; ++j) out[base + j] = vals[l * kColBlock + (j - c0)];
+    V* dst[kMaxLanes];
+    for (int l = 0; l < kMaxLanes; ++l) dst[l] = &vals[l * kColBlock];
+    int64_t t0, t1;
+    while (queue.next(t0, t1)) {
+      for (int64_t t = t0; t < t1; ++t) {
+        const int64_t b = tb[t], u = tu[t], c0 = tc[t], c1 = std::min(N, c0 + kColBlock);
+        const Units& us = plan.per_batch[b];
+        const int64_t* rows = &us.order[us.start[u]];
+        const int lanes = ev.prepare(b, rows, us.count[u], us.cls[u]);
+        ev.eval(b, c0, c1, dst);
+        for (int l = 0; l < lanes; ++l) {
+          const int64_t i = rows[l];
+          const int64_t base = b * P + N * i - i * (i + 1) / 2 - i - 1;  // + j: the pair (i, j), scipy's order
+          for (int64_t j = std::max(c0, i + 1); j < c1; ++j) out[base + j] = vals[l * kColBlock + (j - c0)];
+        }
       }
     }
   });
@@ -289,50 +378,59 @@ void topk_impl(const Side& X, const Side& Y, int64_t B, const Params& p, int64_t
                int64_t* indices) {
   const int64_t N = X.rows, M = Y.rows;
   if (k == 0 || B * N == 0) return;
-  const Plan plan = plan_units(X, B, group_kernel(p), /*by_length=*/true, max_length(Y, B));
+  CallData cd;
+  prepare_call(cd, p, X, Y, B, /*same=*/false);
+  const Plan plan = plan_units(X, B, group_kernel(p), /*by_length=*/true, max_length(Y, B), cd.dl16);
   using Item = std::pair<V, int64_t>;
   // better(a, b): a ranks before b (ties: the lower column first)
   auto better = [largest](const Item& a, const Item& b) {
     if (a.first != b.first) return largest ? a.first > b.first : a.first < b.first;
     return a.second < b.second;
   };
-  at::parallel_for(0, B * plan.per, 1, [&](int64_t u0, int64_t u1) {
-    UnitEvaluator<V> ev(p, X, Y);
+  const int64_t tasks = B * plan.per;
+  TaskQueue queue(tasks, chunk_for(tasks));
+  at::parallel_for(0, queue.workers(), 1, [&](int64_t, int64_t) {
+    UnitEvaluator<V> ev(p, X, Y, cd);
     std::vector<V> vals(kMaxLanes * kColBlock);
+    V* dst[kMaxLanes];
+    for (int l = 0; l < kMaxLanes; ++l) dst[l] = &vals[l * kColBlock];
     std::vector<std::vector<Item>> heaps(kMaxLanes);  // the worst kept item on top
     for (auto& h : heaps) h.reserve(k);
-    for (int64_t unit = u0; unit < u1; ++unit) {
-      const int64_t b = unit / plan.per, u = unit % plan.per;
-      const Units& us = plan.per_batch[b];
-      if (u >= us.size()) continue;
-      const int64_t* rows = &us.order[us.start[u]];
-      const int lanes = ev.prepare(b, rows, us.count[u], us.cls[u]);
-      for (int l = 0; l < lanes; ++l) heaps[l].clear();
-      for (int64_t c0 = 0; c0 < M; c0 += kColBlock) {
-        const int64_t c1 = std::min(M, c0 + kColBlock);
-        ev.eval(b, c0, c1, vals.data(), kColBlock);
-        for (int l = 0; l < lanes; ++l) {
-          auto& heap = heaps[l];
-          for (int64_t j = c0; j < c1; ++j) {
-            const Item it{vals[l * kColBlock + (j - c0)], j};
-            if (int64_t(heap.size()) < k) {
-              heap.push_back(it);
-              std::push_heap(heap.begin(), heap.end(), better);
-            } else if (better(it, heap.front())) {
-              std::pop_heap(heap.begin(), heap.end(), better);
-              heap.back() = it;
-              std::push_heap(heap.begin(), heap.end(), better);
+    int64_t u0, u1;
+    while (queue.next(u0, u1)) {
+      for (int64_t unit = u0; unit < u1; ++unit) {
+        const int64_t b = unit / plan.per, u = unit % plan.per;
+        const Units& us = plan.per_batch[b];
+        if (u >= us.size()) continue;
+        const int64_t* rows = &us.order[us.start[u]];
+        const int lanes = ev.prepare(b, rows, us.count[u], us.cls[u]);
+        for (int l = 0; l < lanes; ++l) heaps[l].clear();
+        for (int64_t c0 = 0; c0 < M; c0 += kColBlock) {
+          const int64_t c1 = std::min(M, c0 + kColBlock);
+          ev.eval(b, c0, c1, dst);
+          for (int l = 0; l < lanes; ++l) {
+            auto& heap = heaps[l];
+            for (int64_t j = c0; j < c1; ++j) {
+              const Item it{vals[l * kColBlock + (j - c0)], j};
+              if (int64_t(heap.size()) < k) {
+                heap.push_back(it);
+                std::push_heap(heap.begin(), heap.end(), better);
+              } else if (better(it, heap.front())) {
+                std::pop_heap(heap.begin(), heap.end(), better);
+                heap.back() = it;
+                std::push_heap(heap.begin(), heap.end(), better);
+              }
             }
           }
         }
-      }
-      for (int l = 0; l < lanes; ++l) {
-        auto& heap = heaps[l];
-        std::sort_heap(heap.begin(), heap.end(), better);
-        const int64_t row = b * N + rows[l];
-        for (int64_t q = 0; q < k; ++q) {
-          values[row * k + q] = heap[q].first;
-          indices[row * k + q] = heap[q].second;
+        for (int l = 0; l < lanes; ++l) {
+          auto& heap = heaps[l];
+          std::sort_heap(heap.begin(), heap.end(), better);
+          const int64_t row = b * N + rows[l];
+          for (int64_t q = 0; q < k; ++q) {
+            values[row * k + q] = heap[q].first;
+            indices[row * k + q] = heap[q].second;
+          }
         }
       }
     }

@@ -112,7 +112,7 @@ struct GroupInfo {
 };
 
 // Which recurrence a group runs.
-enum class GroupKernel { none, levenshtein, lcs, osa, jaro };
+enum class GroupKernel { none, levenshtein, lcs, osa, jaro, damerau };
 
 inline GroupKernel group_kernel(const Params& p) {
   switch (p.metric) {
@@ -130,6 +130,8 @@ inline GroupKernel group_kernel(const Params& p) {
     case Metric::jaro:
     case Metric::jaro_winkler:
       return GroupKernel::jaro;
+    case Metric::damerau_levenshtein:
+      return GroupKernel::damerau;  // seq_damerau.h
     default:
       return GroupKernel::none;
   }
@@ -275,7 +277,7 @@ inline void group_distances(const Params& p, GroupKernel kind, const GroupMatch&
 // j is kept as two masks shifted once per step.
 inline void group_jaro(const Params& p, const GroupMatch& gm, const int64_t* const* s1, const int64_t* lens,
                        int lanes, const int64_t* t, int64_t n, double* sim) {
-  alignas(64) int64_t bound[kLanes] = {}, hi0[kLanes] = {}, f1s[kLanes], f2s[kLanes], cs[kLanes];
+  alignas(64) int64_t bound[kLanes] = {}, hi0[kLanes] = {}, cs[kLanes];
   for (int l = 0; l < lanes; ++l) {
     const int64_t b = std::max<int64_t>(std::max(lens[l], n) / 2 - 1, 0);
     bound[l] = b;
@@ -294,8 +296,19 @@ inline void group_jaro(const Params& p, const GroupMatch& gm, const int64_t* con
     hi = (hi << one) | one;
     lo = (lo << one) | (VecI(VecI(j) >= boundv) & one);
   }
-  f1.store(f1s);
-  f2.store(f2s);
+  // Transpositions, lane-wise: the k-th flagged text position pairs with the k-th flagged
+  // pattern position; walking the text again, a flagged position j takes the lowest pattern
+  // flag left, and counts when the pattern token there differs from t[j] (its mask lacks
+  // that bit).
+  VecI a = f1, trans = zero;
+  for (int64_t j = 0; j < n; ++j) {
+    const VecI take = (f2 & VecI(int64_t(uint64_t(1) << j))) != zero;
+    const VecI lowa = a & (zero - a) & take;
+    trans = trans - (((VecI::loadu(gm.get(t[j])) & lowa) == zero) & take);
+    a = a ^ lowa;
+  }
+  alignas(64) int64_t ts[kLanes];
+  trans.store(ts);
   common.store(cs);
   for (int l = 0; l < lanes; ++l) {
     const int64_t m = lens[l];
@@ -309,17 +322,8 @@ inline void group_jaro(const Params& p, const GroupMatch& gm, const int64_t* con
     } else if (cs[l] == 0) {
       s = 0.0;
     } else {
-      int64_t trans = 0;
-      uint64_t a = uint64_t(f1s[l]), b = uint64_t(f2s[l]);
-      while (b) {
-        const int64_t j = __builtin_ctzll(b), i = __builtin_ctzll(a);
-        trans += s1[l][i] != t[j];
-        a &= a - 1;
-        b &= b - 1;
-      }
-      trans /= 2;
       const double c = double(cs[l]);
-      s = (c / double(m) + c / double(n) + (c - double(trans)) / c) / 3.0;
+      s = (c / double(m) + c / double(n) + (c - double(ts[l] / 2)) / c) / 3.0;
     }
     if (p.metric == Metric::jaro_winkler) s = jaro_winkler_from(s, s1[l], m, t, n, p.prefix_weight);
     sim[l] = s;
@@ -346,6 +350,7 @@ class NarrowGroup {
       lens_[l] = l < lanes ? lens[l] : 0;
       last_[l] = (l < lanes && lens[l] > 0) ? Lane(uint64_t(1) << (lens[l] - 1)) : Lane(0);
       lenv_[l] = Lane(lens_[l]);
+      mask_[l] = Lane((uint64_t(1) << lens_[l]) - 1);  // lens <= bits
       total += lens_[l];
     }
     if (ascii_.empty()) ascii_.assign(256 * lanes_max, 0);
@@ -382,21 +387,17 @@ class NarrowGroup {
         const Vec u = s & Vec::loadu(get(t[j]));
         s = (s + u) | (s - u);
       }
-      s.store(buf);
-      for (int l = 0; l < lanes_; ++l) {
-        const int64_t m = lens_[l];
-        const uint64_t mask = (uint64_t(1) << m) - 1;  // m <= 32
-        const int64_t lcs = popcount(~uint64_t(std::make_unsigned_t<Lane>(buf[l])) & mask);
-        switch (p.metric) {
-          case Metric::lcs:
-            out[l] = std::max(m, n) - lcs;
-            break;
-          case Metric::indel:
-            out[l] = m + n - 2 * lcs;
-            break;
-          default:
-            out[l] = (m + n - 2 * lcs) * p.ins;
-        }
+      // the LCS lengths: the pattern bits left clear, counted lane-wise (SWAR popcount)
+      popcount_lanes(~s & Vec::loadu(mask_)).store(buf);
+      switch (p.metric) {
+        case Metric::lcs:
+          for (int l = 0; l < lanes_; ++l) out[l] = std::max(lens_[l], n) - buf[l];
+          break;
+        case Metric::indel:
+          for (int l = 0; l < lanes_; ++l) out[l] = lens_[l] + n - 2 * int64_t(buf[l]);
+          break;
+        default:
+          for (int l = 0; l < lanes_; ++l) out[l] = (lens_[l] + n - 2 * int64_t(buf[l])) * p.ins;
       }
       return;
     }
@@ -438,6 +439,16 @@ class NarrowGroup {
   }
 
  private:
+  // Set bits of every lane (SWAR: pairs, nibbles, bytes, then the lane's bytes summed).
+  static Vec popcount_lanes(Vec x) {
+    const Vec m1(Lane(0x5555555555555555ull)), m2(Lane(0x3333333333333333ull)), m4(Lane(0x0f0f0f0f0f0f0f0full));
+    x = x - ((x >> Vec(1)) & m1);
+    x = (x & m2) + ((x >> Vec(2)) & m2);
+    x = (x + (x >> Vec(4))) & m4;
+    x = x + (x >> Vec(8));
+    if constexpr (sizeof(Lane) >= 4) x = x + (x >> Vec(16));
+    return x & Vec(Lane(0x7f));
+  }
   Lane* slot_for_insert(int64_t ch) {
     if (uint64_t(ch) < 256) return &ascii_[ch * lanes_max];
     int64_t i = int64_t((uint64_t(ch) * 0x9E3779B97F4A7C15ull) >> shift_);
@@ -462,6 +473,7 @@ class NarrowGroup {
   int64_t lens_[lanes_max] = {};
   alignas(64) Lane last_[lanes_max] = {};
   alignas(64) Lane lenv_[lanes_max] = {};
+  alignas(64) Lane mask_[lanes_max] = {};  // the pattern's bits
   int lanes_ = 0;
   int64_t cap_ = 0;
   int shift_ = 60;
