@@ -6,7 +6,9 @@ compiled and exported calls stay native.
 
 pykeops compiles every new formula with g++ on first use (seconds to minutes on a busy CPU
 machine). The formulas are cached under build/keops (tests/conftest.py), and the tests share
-formulas: one dtype for the consumer matrix (float64), the same shapes, the same reductions.
+formulas: the same shapes (N, M, D, C) and the same reductions everywhere, gradients only where
+they test something new. The default run is the CI subset; TORCHPAIR_KEOPS_FULL=1 (`make
+test-keops-full`) runs the whole product (see FULL below and docs/backends.md).
 """
 from __future__ import annotations
 
@@ -31,18 +33,34 @@ _pykeops_config.pykeops_base.cpp_flags = (_pykeops_config.pykeops_base.cpp_flags
                                           .replace(" -O3", " -O0"))
 
 PRESENT = [m for m in KEOPS_METRICS if m in tp.metrics()]
-#: The whole consumer x metric matrix compiles ~20 KeOps formulas per metric (each one g++ run):
-#: by default every metric runs K @ V (values and gradients), every consumer runs on rbf and
-#: the distance-only ones on euclidean; TORCHPAIR_KEOPS_FULL=1 runs every consumer on every
-#: translatable metric of the catalog (and every translation against scipy/sklearn).
+#: The whole consumer x metric matrix compiles ~20 KeOps formulas per metric (each one g++ run,
+#: 8-60 s): TORCHPAIR_KEOPS_FULL=1 (`make test-keops-full`) runs every consumer on every metric
+#: case below, in float64 and float32, with gradients w.r.t. every operand, and every
+#: translation against scipy/sklearn. The default (CI) run covers, with few distinct formulas:
+#: every metric case by `K @ V` (value, gradient w.r.t. X) in float64; every consumer on rbf
+#: (values and gradients) in float64 and float32; the distance-only consumers on euclidean.
 FULL = os.environ.get("TORCHPAIR_KEOPS_FULL", "") not in ("", "0")
-MATRIX_METRICS = PRESENT if FULL else [m for m in ("rbf", "euclidean") if m in PRESENT]
 NOT_TRANSLATABLE = [m for m in tp.metrics() if m not in KEOPS_METRICS]
 
 #: parameters and input domain per metric (defaults otherwise; sklearn/scipy conventions)
 PARAMS = {"rbf": {"gamma": 0.3}, "minkowski": {"p": 3}, "polynomial": {"degree": 2, "gamma": 0.5},
           "sigmoid": {"gamma": 0.4, "coef0": 0.2}, "laplacian": {"gamma": 0.5}, "matern": {"nu": 2.5},
           "rational_quadratic": {"alpha": 1.5, "length_scale": 1.2}}
+#: further cases: each is another KeOps formula (matern's nu, a fractional power) or another
+#: preprocessing (per-feature length scales) of a translation
+VARIANTS = {
+    "matern_nu0.5": ("matern", {"nu": 0.5, "length_scale": 0.8}),
+    "matern_nu1.5": ("matern", {"nu": 1.5}),
+    "matern_nuinf": ("matern", {"nu": float("inf"), "length_scale": 1.3}),
+    "matern_ls": ("matern", {"nu": 2.5, "length_scales": (0.7, 1.1, 1.6)}),
+    "minkowski_p1.5": ("minkowski", {"p": 1.5}),
+    "minkowski_pinf": ("minkowski", {"p": float("inf")}),
+    "polynomial_deg2.5": ("polynomial", {"degree": 2.5, "gamma": 0.1, "coef0": 2.0}),
+}
+#: case id -> (metric, params)
+CASES = {m: (m, PARAMS.get(m, {})) for m in PRESENT}
+CASES.update({k: v for k, v in VARIANTS.items() if v[0] in PRESENT})
+MATRIX_METRICS = list(CASES) if FULL else [m for m in ("rbf", "euclidean") if m in PRESENT]
 POSITIVE = ("chi2", "additive_chi2")
 
 N, M, D, C = 7, 6, 3, 2
@@ -112,6 +130,7 @@ KERNEL_ONLY = ("mmd", "mmd_unbiased")
 
 
 def _applies(consumer, metric):
+    metric = CASES[metric][0] if metric in CASES else metric
     if consumer in DISTANCE_ONLY:
         return _kind(metric) == "distance"
     if consumer in KERNEL_ONLY:
@@ -119,26 +138,35 @@ def _applies(consumer, metric):
     return True
 
 
-def _run(consumer, metric, dtype, backend, grad):
+def _params(case, dtype):
+    metric, params = CASES[case]
+    # a tuple stands for a tensor parameter (per-feature length scales) in the data's dtype
+    return metric, {k: torch.tensor(v, dtype=dtype) if isinstance(v, tuple) else v for k, v in params.items()}
+
+
+def _run(consumer, case, dtype, backend, wrt):
+    metric, params = _params(case, dtype)
     X, Y, V, W = _data(metric, dtype)
-    leaves = [t.requires_grad_(grad) for t in (X, Y, V, W)]
-    params = PARAMS.get(metric, {})
+    leaves = [t.requires_grad_(name in wrt) for name, t in zip("XYVW", (X, Y, V, W))]
     with tp.backend(backend):
         out = CONSUMERS[consumer](X, Y, V, W, metric, params)
     outs = out if isinstance(out, tuple) else (out,)
     grads = None
-    if grad and any(o.is_floating_point() for o in outs):  # argmin/argmax: indices only
+    if wrt and any(o.is_floating_point() and o.requires_grad for o in outs):  # argmin/argmax: indices only
         g = torch.Generator().manual_seed(1)
-        loss = sum((o * torch.randn(o.shape, generator=g, dtype=o.dtype)).sum() for o in outs if o.is_floating_point())
-        grads = torch.autograd.grad(loss, leaves, allow_unused=True)
+        loss = sum((o * torch.randn(o.shape, generator=g, dtype=o.dtype)).sum() for o in outs
+                   if o.is_floating_point())
+        wanted = [t for t in leaves if t.requires_grad]
+        got = dict(zip([id(t) for t in wanted], torch.autograd.grad(loss, wanted, allow_unused=True)))
+        grads = [got.get(id(t)) if t.requires_grad else None for t in leaves]
     return outs, grads
 
 
-def _compare(consumer, metric, dtype, grad, sweeps):
+def _compare(consumer, case, dtype, wrt, sweeps):
     rtol = 1e-9 if dtype == torch.float64 else 1e-4
-    native, gn = _run(consumer, metric, dtype, "native", grad)
+    native, gn = _run(consumer, case, dtype, "native", wrt)
     assert sweeps["n"] == 0
-    keops, gk = _run(consumer, metric, dtype, "keops", grad)
+    keops, gk = _run(consumer, case, dtype, "keops", wrt)
     assert sweeps["n"] > 0, "the keops backend did not run"
     for a, b in zip(keops, native):
         if a.is_floating_point():
@@ -147,31 +175,42 @@ def _compare(consumer, metric, dtype, grad, sweeps):
             assert torch.equal(a, b), f"{consumer}: indices differ"
     if gn is not None:
         for name, a, b in zip("XYVW", gk, gn):
+            if name not in wrt:
+                continue
             if b is None:
                 assert a is None or not a.any(), f"{consumer}: keops gives a gradient for {name}, native none"
                 continue
+            assert a is not None, f"{consumer}: native gives a gradient for {name}, keops none"
             torch.testing.assert_close(a, b, rtol=rtol, atol=rtol * max(1.0, b.abs().max().item()),
                                        msg=lambda s: f"{consumer}: gradient w.r.t. {name}: {s}")
 
 
-# default: every consumer on rbf; on euclidean the distance-only ones and the distance ranking
+def _ids(rows):
+    return ["-".join(str(v) for v in r[:2]) for r in rows]
+
+
+# default: every consumer on rbf; on euclidean the distance-only ones and the distance ranking;
+# every other metric case K @ V with the gradient w.r.t. X (2 formulas per case)
 _EUCLIDEAN_DEFAULT = ("matmul", "min", "knn", "self_sum") + DISTANCE_ONLY
-_MATRIX = [(m, c) for m in MATRIX_METRICS for c in CONSUMERS
-           if _applies(c, m) and (FULL or m != "euclidean" or c in _EUCLIDEAN_DEFAULT)]
-_MATRIX += [(m, "matmul") for m in PRESENT if m not in MATRIX_METRICS]
+_MATRIX = [(m, c, "XYVW") for m in MATRIX_METRICS for c in CONSUMERS
+           if _applies(c, CASES[m][0]) and (FULL or m != "euclidean" or c in _EUCLIDEAN_DEFAULT)]
+_MATRIX += [(m, "matmul", "X") for m in CASES if m not in MATRIX_METRICS]
 
 
-@pytest.mark.parametrize("metric,consumer", _MATRIX, ids=[f"{m}-{c}" for m, c in _MATRIX])
-def test_keops_equals_native_float64(metric, consumer, sweeps):
-    _compare(consumer, metric, torch.float64, grad=True, sweeps=sweeps)
+@pytest.mark.parametrize("case,consumer,wrt", _MATRIX, ids=_ids(_MATRIX))
+def test_keops_equals_native_float64(case, consumer, wrt, sweeps):
+    _compare(consumer, case, torch.float64, wrt, sweeps)
 
 
-_MATRIX32 = [(m, c) for m in (PRESENT if FULL else MATRIX_METRICS[:1]) for c in ("matmul", "topk")]
+# float32: every consumer on rbf by default, values (K @ V also gradients; the gradient
+# formulas of the other consumers are float64-tested); every case with gradients in the full run
+_MATRIX32 = [(m, c, "XYVW" if FULL or c == "matmul" else "") for m in (list(CASES) if FULL else ["rbf"])
+             for c in CONSUMERS if _applies(c, CASES[m][0])]
 
 
-@pytest.mark.parametrize("metric,consumer", _MATRIX32, ids=[f"{m}-{c}" for m, c in _MATRIX32])
-def test_keops_equals_native_float32(metric, consumer, sweeps):
-    _compare(consumer, metric, torch.float32, grad=consumer != "topk", sweeps=sweeps)
+@pytest.mark.parametrize("case,consumer,wrt", _MATRIX32, ids=_ids(_MATRIX32))
+def test_keops_equals_native_float32(case, consumer, wrt, sweeps):
+    _compare(consumer, case, torch.float32, wrt, sweeps)
 
 
 def test_keops_batched_broadcast(sweeps):
@@ -452,14 +491,30 @@ def _oracles():
         "matern": ({"nu": 2.5, "length_scale": 1.3}, lambda x, y: gpk.Matern(length_scale=1.3, nu=2.5)(x, y)),
         "rational_quadratic": ({"alpha": 1.5, "length_scale": 1.2},
                                lambda x, y: gpk.RationalQuadratic(length_scale=1.2, alpha=1.5)(x, y)),
+        # the variants (case id -> metric, params, oracle)
+        "matern_nu0.5": ("matern", {"nu": 0.5, "length_scale": 0.8},
+                         lambda x, y: gpk.Matern(length_scale=0.8, nu=0.5)(x, y)),
+        "matern_nu1.5": ("matern", {"nu": 1.5}, lambda x, y: gpk.Matern(length_scale=1.0, nu=1.5)(x, y)),
+        "matern_nuinf": ("matern", {"nu": float("inf"), "length_scale": 1.3},
+                         lambda x, y: gpk.Matern(length_scale=1.3, nu=np.inf)(x, y)),
+        "matern_ls": ("matern", {"nu": 2.5, "length_scales": torch.tensor([0.7, 1.1, 1.6], dtype=torch.float64)},
+                      lambda x, y: gpk.Matern(length_scale=[0.7, 1.1, 1.6], nu=2.5)(x, y)),
+        "minkowski_p1.5": ("minkowski", {"p": 1.5}, lambda x, y: ssd.cdist(x, y, "minkowski", p=1.5)),
+        "minkowski_pinf": ("minkowski", {"p": float("inf")}, lambda x, y: ssd.cdist(x, y, "chebyshev")),
+        "polynomial_deg2.5": ("polynomial", {"degree": 2.5, "gamma": 0.1, "coef0": 2.0},
+                              lambda x, y: skp.polynomial_kernel(x, y, degree=2.5, gamma=0.1, coef0=2.0)),
     }
 
 
-@pytest.mark.parametrize("metric", KEOPS_METRICS if FULL else ["rbf"])
-def test_translation_matches_scipy_sklearn(metric):
+_ORACLE_CASES = list(KEOPS_METRICS) + list(VARIANTS)
+
+
+@pytest.mark.parametrize("case", _ORACLE_CASES if FULL else ["rbf"])
+def test_translation_matches_scipy_sklearn(case):
     from pykeops.torch import LazyTensor
 
-    params, oracle = _oracles()[metric]
+    entry = _oracles()[case]
+    metric, params, oracle = entry if len(entry) == 3 else (case, *entry)
     X, Y, _, _ = _data(metric, torch.float64)
     X, Y = (t.abs() + 0.1 for t in (X, Y)) if metric in POSITIVE else (X, Y)
     f = _keops.TRANSLATIONS[metric](params, D)
