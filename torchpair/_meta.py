@@ -7,6 +7,39 @@ from __future__ import annotations
 
 import torch
 
+# ---- issue 11: every fake kernel checks that its tensors share one device -----------------
+# A call that mixes devices (e.g. a cpu tensor and a meta tensor) dispatches to the Meta
+# kernel, which would otherwise return a meta result silently. Checked by name here.
+def _checked(fn, qualname):
+    import functools
+    import inspect
+
+    names = list(inspect.signature(fn).parameters)
+    op = qualname.split("::")[1]
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        first = None
+        for name, value in (*zip(names, args), *kwargs.items()):
+            if isinstance(value, torch.Tensor):
+                if first is None:
+                    first = (name, value.device)
+                elif value.device != first[1]:
+                    raise ValueError(f"torchpair.{op}: {name!r} is on {value.device} but {first[0]!r} is on "
+                                     f"{first[1]}; every tensor argument must be on one device")
+        return fn(*args, **kwargs)
+
+    return wrapper
+
+
+def register_fake(qualname):
+    """torch.library.register_fake with the one-device check above."""
+    def deco(fn):
+        torch.library.register_fake(qualname)(_checked(fn, qualname))
+        return fn
+
+    return deco
+
 
 def _rows_cols(x, y, transpose):
     n, m = x.shape[1], y.shape[1]
@@ -28,43 +61,43 @@ def _grads(x, y, a, b, dtype):
     return like(x), like(y), like(a), like(b)
 
 
-@torch.library.register_fake("torchpair::_dense")
+@register_fake("torchpair::_dense")
 def _dense_fake(x, y, a, b, kernel, scalars, symmetric, transpose, dtype=None):
     torch._check(x.dim() == 3 and y.dim() == 3, lambda: "torchpair._dense: x and y must be 3-D")
     rows, cols = _rows_cols(x, y, transpose)
     return x.new_empty((x.shape[0], rows, cols), dtype=_value_dtype(x, dtype))
 
 
-@torch.library.register_fake("torchpair::_dense_backward")
+@register_fake("torchpair::_dense_backward")
 def _dense_backward_fake(grad, x, y, a, b, kernel, scalars, symmetric, transpose, dtype, output_mask):
     return _grads(x, y, a, b, dtype)
 
 
-@torch.library.register_fake("torchpair::_matmul")
+@register_fake("torchpair::_matmul")
 def _matmul_fake(x, y, a, b, v, kernel, scalars, symmetric, transpose, dtype=None):
     torch._check(v.dim() == 3, lambda: "torchpair._matmul: v must be 3-D")
     rows, _ = _rows_cols(x, y, transpose)
     return x.new_empty((x.shape[0], rows, v.shape[2]), dtype=_value_dtype(x, dtype))
 
 
-@torch.library.register_fake("torchpair::_matmul_backward")
+@register_fake("torchpair::_matmul_backward")
 def _matmul_backward_fake(grad, x, y, a, b, v, kernel, scalars, symmetric, transpose, dtype, output_mask):
     return (*_grads(x, y, a, b, dtype), torch.empty_like(v))
 
 
-@torch.library.register_fake("torchpair::_row_reduce")
+@register_fake("torchpair::_row_reduce")
 def _row_reduce_fake(x, y, a, b, reduction, kernel, scalars, symmetric, transpose, dtype=None):
     rows, _ = _rows_cols(x, y, transpose)
     return x.new_empty((x.shape[0], rows), dtype=_value_dtype(x, dtype))
 
 
-@torch.library.register_fake("torchpair::_row_reduce_backward")
+@register_fake("torchpair::_row_reduce_backward")
 def _row_reduce_backward_fake(grad, x, y, a, b, reduction, result, kernel, scalars, symmetric, transpose, dtype,
                               output_mask):
     return _grads(x, y, a, b, dtype)
 
 
-@torch.library.register_fake("torchpair::_topk")
+@register_fake("torchpair::_topk")
 def _topk_fake(x, y, a, b, k, largest, nan_first, kernel, scalars, symmetric, transpose, dtype=None):
     rows, cols = _rows_cols(x, y, transpose)
     torch._check(0 <= k, lambda: "torchpair._topk: k must be >= 0")
@@ -73,37 +106,37 @@ def _topk_fake(x, y, a, b, k, largest, nan_first, kernel, scalars, symmetric, tr
     return x.new_empty((x.shape[0], rows, k), dtype=vd), x.new_empty((x.shape[0], rows, k), dtype=torch.long)
 
 
-@torch.library.register_fake("torchpair::_softmax_matmul")
+@register_fake("torchpair::_softmax_matmul")
 def _softmax_matmul_fake(x, y, a, b, v, kernel, scalars, symmetric, transpose, dtype=None):
     rows, _ = _rows_cols(x, y, transpose)
     vd = _value_dtype(x, dtype)
     return x.new_empty((x.shape[0], rows, v.shape[2]), dtype=vd), x.new_empty((x.shape[0], rows), dtype=vd)
 
 
-@torch.library.register_fake("torchpair::_softmax_matmul_backward")
+@register_fake("torchpair::_softmax_matmul_backward")
 def _softmax_matmul_backward_fake(grad, x, y, a, b, v, out, lse, kernel, scalars, symmetric, transpose, dtype,
                                   output_mask):
     return (*_grads(x, y, a, b, dtype), torch.empty_like(v))
 
 
-@torch.library.register_fake("torchpair::_paired")
+@register_fake("torchpair::_paired")
 def _paired_fake(x, y, a, b, self_mask, kernel, scalars, dtype=None):
     return x.new_empty((x.shape[0], x.shape[1]), dtype=_value_dtype(x, dtype))
 
 
-@torch.library.register_fake("torchpair::_paired_backward")
+@register_fake("torchpair::_paired_backward")
 def _paired_backward_fake(grad, x, y, a, b, self_mask, kernel, scalars, dtype, output_mask):
     return _grads(x, y, a, b, dtype)
 
 
 # ---- pdist: condensed upper triangle ------------------------------------------------------
-@torch.library.register_fake("torchpair::_pdist")
+@register_fake("torchpair::_pdist")
 def _pdist_fake(x, y, a, b, kernel, scalars, symmetric, dtype=None):
     torch._check(x.dim() == 3 and y.dim() == 3, lambda: "torchpair._pdist: x and y must be 3-D")
     n = x.shape[1]
     return x.new_empty((x.shape[0], n * (n - 1) // 2), dtype=_value_dtype(x, dtype))
 
 
-@torch.library.register_fake("torchpair::_pdist_backward")
+@register_fake("torchpair::_pdist_backward")
 def _pdist_backward_fake(grad, x, y, a, b, kernel, scalars, symmetric, dtype, output_mask):
     return _grads(x, y, a, b, dtype)

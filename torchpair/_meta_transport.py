@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import torch
 
+from ._meta import register_fake  # one-device check (issue 11)
 
-@torch.library.register_fake("torchpair::_emd")
+
+@register_fake("torchpair::_emd")
 def _emd_fake(a, b, M, max_iter, mass_tol, warn=True):
     torch._check(M.dim() == 3 and a.dim() == 2 and b.dim() == 2, lambda: "torchpair._emd: expects a [B, n], b [B, m], M [B, n, m]")
     B, n, m = M.shape
@@ -20,7 +22,7 @@ def _emd_fake(a, b, M, max_iter, mass_tol, warn=True):
     )
 
 
-@torch.library.register_fake("torchpair::_emd_backward")
+@register_fake("torchpair::_emd_backward")
 def _emd_backward_fake(grad, plan, u, v, output_mask):
     def out(flag, t):
         return t.new_empty(t.shape) if flag else plan.new_empty((0,))

@@ -37,6 +37,8 @@ def normalize(op: str, params: dict) -> dict:
     Unknown names raise TypeError (with a suggestion), like any Python function. Whether the
     chosen metric takes a parameter, and its allowed values, is checked by the operator.
     """
+    if not isinstance(params, dict):
+        raise TypeError(f"torchpair.{op}: 'params' must be a dict of the metric's parameters, got {type(params).__name__}")
     scalars, tensors = SCALAR_PARAMS, TENSOR_PARAMS
     out = {}
     for name, value in params.items():

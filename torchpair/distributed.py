@@ -87,6 +87,14 @@ def _row_bytes(t: torch.Tensor) -> int:
 
 
 # -- collectives ------------------------------------------------------------------------------
+def _comm_device(*tensors) -> torch.device:
+    """Where the argument-agreement exchange runs: the operands' device, or the CPU when an
+    operand is on the meta device (no data: it cannot take part in a collective, and the
+    local checks reject mixing it with real tensors)."""
+    for t in tensors:
+        if isinstance(t, torch.Tensor) and t.device.type == "meta":
+            return torch.device("cpu")
+    return tensors[0].device
 def _world(group) -> int:
     return dist.get_world_size(group)
 
@@ -266,12 +274,14 @@ class ShardedPairwise:
                 if t.dim() != 2:
                     raise ValueError(f"torchpair.{op}: {name!r} must have shape [rows, features] (2-D), "
                                      f"got {tuple(t.shape)}")
+            if X.device != Y.device:  # the checks below run on meta copies, which hide devices
+                raise ValueError(f"torchpair.{op}: 'X' is on {X.device} but 'Y' is on {Y.device}")
             LazyPairwise(X, Y, metric, self.params, transposed)  # the operator's own checks (meta tensors)
         except (ValueError, TypeError, RuntimeError) as exc:
             error = exc
         local = torch.tensor([X.shape[0] if X.dim() == 2 else 0, Y.shape[0] if Y.dim() == 2 else 0,
                               X.shape[-1] if X.dim() else 0, Y.shape[-1] if Y.dim() else 0, int(error is None)],
-                             dtype=torch.int64, device=X.device)
+                             dtype=torch.int64, device=_comm_device(X, Y))
         table = torch.stack(_all_gather_rows(local.unsqueeze(0), [1] * self.world_size, group)).reshape(-1, 5).cpu()
         if error is not None:
             raise error
@@ -652,4 +662,6 @@ def energy_distance(X: torch.Tensor, Y: torch.Tensor, metric: str = "euclidean",
             raise ValueError(f"torchpair.distributed.energy_distance: {name!r} needs at least 1 sample in all, got 0")
     e2 = 2 * exy.sum() / (n * m) - exx.sum() / (n * n) - eyy.sum() / (m * m)
     positive = e2 > 0
-    return torch.where(positive, torch.sqrt(torch.where(positive, e2, torch.ones_like(e2))), torch.zeros_like(e2))
+    # NaN (NaN or inf in the data) propagates, as in tp.energy_distance
+    rest = torch.where(torch.isnan(e2), e2, torch.zeros_like(e2))
+    return torch.where(positive, torch.sqrt(torch.where(positive, e2, torch.ones_like(e2))), rest)

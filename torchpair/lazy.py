@@ -63,7 +63,13 @@ class _PairwiseExpression:
         return torch.Size((*self._batch, *((m, n) if self.transposed else (n, m))))
 
     def size(self, dim: int | None = None):
-        return self.shape if dim is None else self.shape[dim]
+        if dim is None:
+            return self.shape
+        if not isinstance(dim, int) or isinstance(dim, bool):
+            raise TypeError(f"torchpair.size: 'dim' must be an int or None, got {type(dim).__name__}")
+        if not -self.ndim <= dim < self.ndim:
+            raise ValueError(f"torchpair.size: 'dim' {dim} is out of range for a {self.ndim}-D expression")
+        return self.shape[dim]
 
     @property
     def ndim(self) -> int:
@@ -92,6 +98,43 @@ class _PairwiseExpression:
 
     def __matmul__(self, V):
         return self.matmul(V)
+
+    def mT(self):  # noqa: N802 - torch's name
+        return self.T
+
+    def _check_topk_args(self, what: str, k, dim: int, largest) -> int:
+        """k, largest and dim of a selection consumer (the lazy operator's checks, in Python)."""
+        if not isinstance(k, int) or isinstance(k, bool):
+            raise TypeError(f"torchpair.{what}: 'k' must be an int, got {type(k).__name__}")
+        if not isinstance(largest, bool):
+            raise TypeError(f"torchpair.{what}: 'largest' must be a bool, got {type(largest).__name__}")
+        d = self._normalize_dim(dim, what)
+        size = self.shape[d]
+        if k < 0:
+            raise ValueError(f"torchpair.{what}: 'k' must be >= 0, got {k}")
+        if k > size:
+            raise ValueError(f"torchpair.{what}: 'k' ({k}) must not exceed the size of dimension {d} ({size})")
+        return d
+
+    def _check_nonempty(self, what: str, d: int) -> None:
+        if self.shape[d] == 0:
+            raise ValueError(f"torchpair.{what}: cannot reduce over 'dim' {d}, which has size 0 (no {what} of an "
+                             "empty set)")
+
+    def _check_v(self, what: str, V, d: int = -1) -> None:
+        """V of K @ V (d = -1) or of the column softmax (d = -2): rows, dtype, device."""
+        _params.check_tensor(what, "V", V)
+        rows = self.shape[-1] if d == -1 else self.shape[-2]
+        if V.dim() == 0:
+            raise ValueError(f"torchpair.{what}: 'V' must have shape [..., {rows}, C] or [{rows}], got a 0-d tensor")
+        got = V.shape[0] if V.dim() == 1 else V.shape[-2]
+        if got != rows:
+            raise ValueError(f"torchpair.{what}: 'V' has {got} rows but the operator has {rows} "
+                             f"(K is {tuple(self.shape)})")
+        if V.device != self.device:
+            raise ValueError(f"torchpair.{what}: 'V' is on {V.device} but 'X' is on {self.device}")
+        if V.dtype != self.dtype:
+            raise TypeError(f"torchpair.{what}: 'V' has dtype {V.dtype} but K has {self.dtype}")
 
     def __repr__(self) -> str:
         params = "".join(f", {k}={v!r}" if not isinstance(v, torch.Tensor) else f", {k}=<tensor>" for k, v in
@@ -189,11 +232,13 @@ class LazyPairwise(_PairwiseExpression):
     def min(self, dim: int = -1):
         """``(values, indices)`` of the minimum along ``dim``, like ``torch.min(K, dim)``:
         lowest index on ties, NaN propagates (a row with NaN gives NaN and its index)."""
+        self._check_nonempty("min", self._normalize_dim(dim, "min"))
         values, indices = self._topk("min", 1, dim, False, "propagate")
         return _moveaxis_result(torch.return_types.min, values, indices, dim, self.ndim, squeeze=True)
 
     def max(self, dim: int = -1):
         """``(values, indices)`` of the maximum along ``dim``, like ``torch.max(K, dim)``."""
+        self._check_nonempty("max", self._normalize_dim(dim, "max"))
         values, indices = self._topk("max", 1, dim, True, "propagate")
         return _moveaxis_result(torch.return_types.max, values, indices, dim, self.ndim, squeeze=True)
 
@@ -241,7 +286,7 @@ class DensePairwise(_PairwiseExpression):
         return self._dense.transpose(-1, -2) if self.transposed else self._dense
 
     def matmul(self, V: torch.Tensor) -> torch.Tensor:
-        _params.check_tensor("matmul", "V", V)
+        self._check_v("matmul", V)
         return torch.matmul(self.to_dense(), V)
 
     def sum(self, dim: int | None = None) -> torch.Tensor:
@@ -257,13 +302,20 @@ class DensePairwise(_PairwiseExpression):
         return torch.logsumexp(k, dim=(-2, -1)) if dim is None else torch.logsumexp(k, self._normalize_dim(dim, "logsumexp"))
 
     def topk(self, k: int, dim: int = -1, largest: bool = True, sorted: bool = True):
-        return torch.topk(self.to_dense(), k, dim=self._normalize_dim(dim, "topk"), largest=largest, sorted=sorted)
+        if not isinstance(sorted, bool):
+            raise TypeError(f"torchpair.topk: 'sorted' must be a bool, got {type(sorted).__name__}")
+        d = self._check_topk_args("topk", k, dim, largest)
+        return torch.topk(self.to_dense(), k, dim=d, largest=largest, sorted=sorted)
 
     def min(self, dim: int = -1):
-        return torch.min(self.to_dense(), dim=self._normalize_dim(dim, "min"))
+        d = self._normalize_dim(dim, "min")
+        self._check_nonempty("min", d)
+        return torch.min(self.to_dense(), dim=d)
 
     def max(self, dim: int = -1):
-        return torch.max(self.to_dense(), dim=self._normalize_dim(dim, "max"))
+        d = self._normalize_dim(dim, "max")
+        self._check_nonempty("max", d)
+        return torch.max(self.to_dense(), dim=d)
 
     def argmin(self, dim: int = -1) -> torch.Tensor:
         return self.min(dim).indices
@@ -274,6 +326,7 @@ class DensePairwise(_PairwiseExpression):
     def softmax_matmul(self, V: torch.Tensor, dim: int = -1) -> torch.Tensor:
         _params.check_tensor("softmax_matmul", "V", V)
         d = self._normalize_dim(dim, "softmax_matmul")
+        self._check_v("softmax_matmul", V, d)
         p = torch.softmax(self.to_dense(), dim=d)
         return torch.matmul(p if d == -1 else p.transpose(-1, -2), V)
 

@@ -47,6 +47,8 @@ def chamfer(X: torch.Tensor, Y: torch.Tensor, metric: str = "sqeuclidean", reduc
     """Chamfer distance: ``mean_i min_j d(x_i, y_j) + mean_j min_i d(x_i, y_j)`` (``reduction=
     "sum"``: sums instead of means), as point-cloud losses use it."""
     _check("chamfer", X, Y, metric)
+    if not isinstance(reduction, str):
+        raise TypeError(f"torchpair.chamfer: 'reduction' must be \"mean\" or \"sum\", got {type(reduction).__name__}")
     p = _params.normalize("chamfer", params)
     if _keops.requested() and (out := _keops.chamfer(X, Y, metric, reduction, p)) is not None:
         return out

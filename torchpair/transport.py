@@ -35,8 +35,10 @@ def _check(op, a, b, M, max_iter, normalize, mass_tol):
     return None if mass_tol is None else float(mass_tol)
 
 
-def _solve(op, a, b, M, max_iter, normalize, mass_tol):
+def _solve(op, a, b, M, max_iter, normalize, mass_tol, log=False):
     mass_tol = _check(op, a, b, M, max_iter, normalize, mass_tol)
+    if not isinstance(log, bool):
+        raise TypeError(f"torchpair.{op}: 'log' must be a bool, got {type(log).__name__}")
     # A TORCH_WARN from a torch.ops call does not reach Python's warnings module: in eager
     # mode warn here; in captured graphs the operator warns itself (TORCH_WARN).
     compiling = torch.compiler.is_compiling()
@@ -75,7 +77,7 @@ def emd(a, b, M, max_iter: int | None = None, normalize: bool = False, mass_tol:
         the plan ``[..., n, m]`` (rows sum to a, columns to b), in the promoted dtype of the
         inputs, on M's device; with ``log=True`` also the dict.
     """
-    plan, cost, u, v, status = _solve("emd", a, b, M, max_iter, normalize, mass_tol)
+    plan, cost, u, v, status = _solve("emd", a, b, M, max_iter, normalize, mass_tol, log)
     if log:
         return plan, {"cost": cost, "u": u, "v": v, "status": status}
     return plan
@@ -89,7 +91,7 @@ def emd2(a, b, M, max_iter: int | None = None, normalize: bool = False, mass_tol
     dual potentials, each centred to sum 0, as POT). Arguments as :func:`emd`; with
     ``log=True`` also a dict with ``plan``, ``u``, ``v`` and ``status``.
     """
-    plan, cost, u, v, status = _solve("emd2", a, b, M, max_iter, normalize, mass_tol)
+    plan, cost, u, v, status = _solve("emd2", a, b, M, max_iter, normalize, mass_tol, log)
     if log:
         return cost, {"plan": plan, "u": u, "v": v, "status": status}
     return cost
@@ -128,8 +130,18 @@ def wasserstein(X, Y, a=None, b=None, metric: str = "euclidean", p: float = 1, *
         raise ValueError(f"torchpair.wasserstein: 'metric' must be a distance (the ground cost), got {metric!r} "
                          f"which is a {kind}")
     if metric_p is not None:
+        if isinstance(metric_p, bool) or not isinstance(metric_p, numbers.Real):
+            raise TypeError(f"torchpair.wasserstein: 'metric_p' (the minkowski exponent) must be a real number, got "
+                            f"{type(metric_p).__name__}")
+        if not metric_p >= 1:  # NaN too
+            raise ValueError(f"torchpair.wasserstein: 'metric_p' (the minkowski exponent) must be >= 1 (or inf), "
+                             f"got {metric_p}")
         params["p"] = metric_p
     d = pairwise(X, Y, metric, **params)
+    if not torch.compiler.is_compiling() and d.device.type != "meta" and not bool(torch.isfinite(d).all()):
+        # the solver would reject the cost 'M', which the caller never passed: name X and Y
+        raise ValueError("torchpair.wasserstein: the ground cost d(X, Y) has NaN or infinite entries; 'X' and 'Y' "
+                         "must be finite")
     cost = d if p == 1 else d ** p
     w = emd2(a, b, cost, max_iter=max_iter, normalize=normalize, mass_tol=mass_tol)
     return _root(w, float(p))

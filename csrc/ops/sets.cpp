@@ -33,10 +33,12 @@ at::Tensor full_batch(const at::Tensor& x, const at::Tensor& y, double value) {
   return at::full_symint(batch, value, x.options().dtype(dtype));
 }
 
-// sqrt with derivative 0 at (and below) 0, where the true one is unbounded
+// sqrt with derivative 0 at (and below) 0, where the true one is unbounded; NaN (from NaN or
+// inf in the data) propagates instead of becoming 0
 at::Tensor safe_sqrt(const at::Tensor& v) {
   const at::Tensor positive = v > 0;
-  return at::where(positive, at::sqrt(at::where(positive, v, at::ones_like(v))), at::zeros_like(v));
+  const at::Tensor rest = at::where(at::isnan(v), v, at::zeros_like(v));
+  return at::where(positive, at::sqrt(at::where(positive, v, at::ones_like(v))), rest);
 }
 
 std::tuple<at::Tensor, at::Tensor> knn_op(const at::Tensor& x, const Opt& y, int64_t k,
@@ -125,8 +127,10 @@ at::Tensor energy_distance_op(const at::Tensor& x, const at::Tensor& y, c10::str
   TORCH_CHECK_VALUE(x.sym_size(-2) >= 1, "torchpair.energy_distance: 'x' needs at least 1 sample");
   TORCH_CHECK_VALUE(y.sym_size(-2) >= 1, "torchpair.energy_distance: 'y' needs at least 1 sample");
   // scipy.stats.energy_distance: sqrt(2 E d(X, Y) - E d(X, X') - E d(Y, Y')) (V-statistics)
-  const at::Tensor e2 = 2 * lazy_reduce(x, y, m, "mean", std::nullopt, false, opts) -
-                        lazy_reduce(x, std::nullopt, m, "mean", std::nullopt, false, opts) -
+  // d(x, y) first (in its own statement: C++ leaves the order of operands unspecified), so a
+  // bad 'y' is reported as 'y' by the cross term rather than as the 'x' of d(y, y')
+  const at::Tensor dxy = lazy_reduce(x, y, m, "mean", std::nullopt, false, opts);
+  const at::Tensor e2 = 2 * dxy - lazy_reduce(x, std::nullopt, m, "mean", std::nullopt, false, opts) -
                         lazy_reduce(y, std::nullopt, m, "mean", std::nullopt, false, opts);
   return safe_sqrt(e2);
 }

@@ -109,14 +109,19 @@ Five emd_op(const Opt& a_in, const Opt& b_in, const at::Tensor& M, std::optional
 
 // ---- core operator: CPU kernel ----------------------------------------------------------
 void check_core(const at::Tensor& a, const at::Tensor& b, const at::Tensor& M) {
-  TORCH_CHECK_VALUE(M.dim() == 3 && a.dim() == 2 && b.dim() == 2, "torchpair._emd: expects a [B, n], b [B, m], "
-                    "M [B, n, m]");
+  TORCH_CHECK_VALUE(M.dim() == 3, "torchpair._emd: 'M' must have shape [B, n, m], got ", M.sizes(),
+                    " (expects a [B, n], b [B, m], M [B, n, m])");
+  TORCH_CHECK_VALUE(a.dim() == 2, "torchpair._emd: 'a' must have shape [B, n], got ", a.sizes(),
+                    " (expects a [B, n], b [B, m], M [B, n, m])");
+  TORCH_CHECK_VALUE(b.dim() == 2, "torchpair._emd: 'b' must have shape [B, m], got ", b.sizes(),
+                    " (expects a [B, n], b [B, m], M [B, n, m])");
   TORCH_CHECK_VALUE(a.size(0) == M.size(0) && b.size(0) == M.size(0) && a.size(1) == M.size(1) &&
                         b.size(1) == M.size(2),
                     "torchpair._emd: shapes of 'a' ", a.sizes(), ", 'b' ", b.sizes(), " and 'M' ", M.sizes(),
                     " do not match");
-  for (const auto* t : {&a, &b, &M})
-    TORCH_CHECK_TYPE(at::isFloatingType(t->scalar_type()), "torchpair._emd: 'a', 'b' and 'M' must be floating");
+  for (const auto& [name, t] : {std::pair<const char*, const at::Tensor*>{"a", &a}, {"b", &b}, {"M", &M}})
+    TORCH_CHECK_TYPE(at::isFloatingType(t->scalar_type()), "torchpair._emd: '", name, "' must be floating, got ",
+                     t->scalar_type());
 }
 
 // first entry that is negative or not finite, or -1
@@ -200,6 +205,14 @@ Five emd_other_device(const at::Tensor& a, const at::Tensor& b, const at::Tensor
 // ---- backward -------------------------------------------------------------------------
 Three emd_backward(const at::Tensor& grad, const at::Tensor& plan, const at::Tensor& u, const at::Tensor& v,
                    std::array<bool, 3> mask) {
+  TORCH_CHECK_VALUE(plan.dim() == 3 && u.dim() == 2 && v.dim() == 2 && u.size(0) == plan.size(0) &&
+                        v.size(0) == plan.size(0) && u.size(1) == plan.size(1) && v.size(1) == plan.size(2),
+                    "torchpair._emd_backward: 'plan' [B, n, m], 'u' [B, n] and 'v' [B, m] do not match: ",
+                    plan.sizes(), ", ", u.sizes(), ", ", v.sizes());
+  TORCH_CHECK_TYPE(at::isFloatingType(grad.scalar_type()), "torchpair._emd_backward: 'grad' must be floating, got ",
+                   grad.scalar_type());
+  TORCH_CHECK_VALUE(grad.dim() == 1 && grad.size(0) == plan.size(0), "torchpair._emd_backward: 'grad' must have "
+                    "shape [", plan.size(0), "] (one per problem), got ", grad.sizes());
   at::Tensor ga, gb, gM;
   const at::Tensor g = grad.to(plan.scalar_type());
   if (mask[0]) ga = g.unsqueeze(-1) * (u - u.mean(-1, true));
