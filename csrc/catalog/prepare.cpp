@@ -1,11 +1,17 @@
 #include "catalog/prepare.h"
 
+#include <ATen/Dispatch.h>
+#include <ATen/Parallel.h>
+#include <c10/core/DispatchKeySet.h>
+#include <c10/core/GradMode.h>
 #include <c10/util/Exception.h>
 
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <sstream>
+#include <vector>
 
 namespace tp::catalog {
 
@@ -50,10 +56,17 @@ Prepared distance_family(const Inputs& in, const std::string& base, std::vector<
   const at::Tensor centre = at::nan_to_num(ref.detach().mean(1, /*keepdim=*/true), 0.0, 0.0, 0.0);
   p.x = in.x - centre;
   p.y = in.symmetric ? p.x : in.y - centre;
-  p.a = p.x.square().sum(-1);
-  p.b = in.symmetric ? p.a : p.y.square().sum(-1);
+  // Squared norms in one reduction pass each (x.square().sum(-1) is two; same rounding).
+  p.a = at::linalg_vector_norm(p.x, 2, {-1}, /*keepdim=*/false).square();
+  p.b = in.symmetric ? p.a : at::linalg_vector_norm(p.y, 2, {-1}, /*keepdim=*/false).square();
   p.kernel = base + "_gemm";
   return p;
+}
+
+at::Tensor inverse_row_norms(const at::Tensor& x) {
+  const at::Tensor norm = at::linalg_vector_norm(x, 2, {-1}, /*keepdim=*/false);
+  const at::Tensor pos = norm > 0;
+  return at::where(pos, at::reciprocal(at::where(pos, norm, at::ones_like(norm))), at::zeros_like(norm));
 }
 
 Prepared prepare_euclidean(const Inputs& in, const ComparisonOptions&) { return distance_family(in, "euclidean", {}); }
