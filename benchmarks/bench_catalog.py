@@ -1,12 +1,13 @@
 """Numeric catalog benchmark (issue 3): every metric, dense N = M = 2000, D = 32, float32.
 
-    python benchmarks/bench_catalog.py [--quick] [--only cosine,canberra] [--json out.json]
+    python benchmarks/bench_catalog.py [--quick] [--repeat 7] [--only cosine,canberra] [--json out.json]
 
 Each metric row runs torchpair's dense tp.pairwise and, side by side in the same process,
 scipy's cdist, sklearn's pairwise_distances / pairwise_kernels (n_jobs=2), torch.cdist where
 it computes the metric, and the plain torch broadcasting formula most users write. Then
-tp.pdist against scipy's pdist, and the machine's measured float32 GEMM throughput (the
-yardstick of the inner-product family: an [N, D] x [D, M] GEMM).
+tp.pdist against scipy's pdist, and the machine's measured float32 GEMM (`X @ Y.T`, the same
+[N, D] x [D, M] product, timed in the same run): the yardstick of the inner-product family,
+whose rows get an "x GEMM" ratio (target: at most 2x).
 
 Table driven: a metric joins by adding one Row (name, params, anchors).
 """
@@ -49,6 +50,13 @@ def _corr(x, y):
     return _cos(x - x.mean(-1, keepdim=True), y - y.mean(-1, keepdim=True))
 
 
+def _mahalanobis(x, y):
+    # scipy's default VI (inverse covariance of the stacked rows), then the broadcast form
+    vi = torch.linalg.inv(torch.cov(torch.cat([x, y]).T))
+    diff = x[:, None] - y[None]
+    return ((diff @ vi) * diff).sum(-1).sqrt()
+
+
 def _js(x, y):
     p, q = x / x.sum(-1, keepdim=True), y / y.sum(-1, keepdim=True)
     m = (p + q) / 2
@@ -73,7 +81,7 @@ ROWS: list[Row] = [
         broadcast=lambda x, y: ((x - y).abs() ** 3).sum(-1) ** (1 / 3)),
     Row("seuclidean", {"V": torch.tensor(V32, dtype=torch.float32)}, scipy="seuclidean", scipy_params={"V": V32},
         broadcast=lambda x, y: (((x - y) ** 2) / torch.tensor(V32, dtype=x.dtype)).sum(-1).sqrt()),
-    Row("mahalanobis", scipy="mahalanobis", broadcast=None),
+    Row("mahalanobis", scipy="mahalanobis", broadcast=lambda x, y: _mahalanobis(x[:, 0], y[0])),
     Row("cosine", scipy="cosine", sklearn="cosine", broadcast=_cos),
     Row("correlation", scipy="correlation", sklearn="correlation", broadcast=_corr),
     Row("braycurtis", scipy="braycurtis", sklearn="braycurtis",
@@ -141,37 +149,81 @@ def pdist_rows(results, rows, n, repeat):
                                max(1, repeat // 2), budget_s=30))
 
 
+# The inner-product family of issue 3 (computed from one GEMM per tile): "x GEMM" rows.
+GEMM_FAMILY = {"euclidean", "sqeuclidean", "cosine", "correlation", "linear", "polynomial", "sigmoid", "rbf",
+               "mahalanobis", "seuclidean", "cosine_similarity", "matern", "rational_quadratic"}
+
+
 def gemm_line(n, d, repeat):
     g = torch.Generator().manual_seed(0)
-    a, b = torch.randn(n, d, generator=g), torch.randn(d, n, generator=g)
-    out = torch.empty(n, n)
-    r = run("gemm", "torch.mm", lambda: torch.mm(a, b, out=out), repeat)
+    a, b = torch.randn(n, d, generator=g), torch.randn(n, d, generator=g)
+    r = run(f"float32 GEMM X @ Y.T N=M={n} D={d}", "torch matmul", lambda: a @ b.T, repeat * 3)
     flops = 2.0 * n * n * d
     return r, flops / r.median_s / 1e9
+
+
+def gemm_table(results, gemm, family) -> str:
+    """The inner-product family's torchpair times as multiples of the measured GEMM time."""
+    lines = ["| workload | torchpair (s) | x GEMM | within 2x GEMM |", "|---|---:|---:|---|"]
+    for r in results:
+        metric = r.workload.split(" ")[0]
+        if r.impl == "torchpair" and r.median_s and metric in family:
+            ratio = r.median_s / gemm.median_s
+            lines.append(f"| {r.workload} | {r.median_s:.4f} | {ratio:.2f}x | {'yes' if ratio <= 2.0 else 'no'} |")
+    return "\n".join(lines)
+
+
+def targets(results, scipy_factor=3.0) -> str:
+    """Per metric: torchpair vs the reference library (>= 3x faster) and vs torch broadcasting."""
+    lines = ["| workload | reference | ref / torchpair | >= 3x | broadcasting / torchpair | >= 1x |",
+             "|---|---|---:|---|---:|---|"]
+    by: dict[str, dict[str, float]] = {}
+    for r in results:
+        if r.median_s:
+            by.setdefault(r.workload, {})[r.impl] = r.median_s
+    for w, impls in by.items():
+        ours = impls.get("torchpair")
+        if not ours:
+            continue
+        ref_name = next((k for k in ("scipy cdist", "scipy pdist", "sklearn (n_jobs=2)", "sklearn") if k in impls),
+                        None)
+        ref = f"{impls[ref_name] / ours:.2f}x" if ref_name else "—"
+        ok_ref = ("yes" if impls[ref_name] / ours >= scipy_factor else "no") if ref_name else "—"
+        bname = next((k for k in ("torch broadcasting", "torch formula") if k in impls), None)
+        bro = f"{impls[bname] / ours:.2f}x" if bname else "—"
+        ok_b = ("yes" if impls[bname] >= ours else "no") if bname else "—"
+        lines.append(f"| {w} | {ref_name or '—'} | {ref} | {ok_ref} | {bro} | {ok_b} |")
+    return "\n".join(lines)
 
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--only", default="")
+    ap.add_argument("--repeat", type=int, default=0, help="timed calls per implementation (default 7; 3 with --quick)")
+    ap.add_argument("--only", default="", help="comma-separated metrics (default: every metric)")
+    ap.add_argument("--no-pdist", action="store_true")
     ap.add_argument("--json", default="")
     args = ap.parse_args()
     n = 500 if args.quick else 2000
-    repeat = 3 if args.quick else 7
+    repeat = args.repeat or (3 if args.quick else 7)
     rows = [r for r in ROWS if r.metric in tp.metrics()]
     if args.only:
-        rows = [r for r in rows if r.metric in args.only.split(",")]
+        wanted = args.only.split(",")
+        unknown = [m for m in wanted if m not in {r.metric for r in ROWS}]
+        if unknown:
+            ap.error(f"--only: no benchmark row for {unknown}; rows: {[r.metric for r in ROWS]}")
+        rows = [r for r in rows if r.metric in wanted]
     print(f"# torchpair catalog benchmark: {machine()}\n")
     gemm, gflops = gemm_line(n, 32, repeat)
-    print(f"float32 GEMM [{n}x32]x[32x{n}]: {gemm.median_s * 1e3:.2f} ms = {gflops:.1f} GFLOP/s\n")
-    results = []
+    results = [gemm]
     metric_rows(results, rows, n, repeat)
-    pdist_rows(results, rows, n, repeat)
+    if not args.no_pdist:
+        pdist_rows(results, rows, n, repeat)
     print(table(results))
-    print("\nInner-product family vs the measured GEMM time (same [N, D] x [D, M] product):")
-    for r in results:
-        if r.impl == "torchpair" and r.median_s and not r.workload.startswith("pdist"):
-            print(f"  {r.workload}: {r.median_s / gemm.median_s:.2f}x the GEMM time")
+    print(f"\nfloat32 GEMM X @ Y.T [{n}x32]x[32x{n}]: {gemm.median_s:.5f} s = {gflops:.1f} GFLOP/s\n")
+    print(gemm_table(results, gemm, GEMM_FAMILY))
+    print("\nTargets (reference = scipy where it has the metric, else sklearn):\n")
+    print(targets(results))
     if args.json:
         save(results, args.json)
 

@@ -174,3 +174,32 @@ def test_minkowski_weight_gradient():
     VI = (a @ a.T + torch.eye(5, dtype=F64)).requires_grad_(True)
     assert torch.autograd.gradcheck(lambda v_: tp.pairwise(x, y, "mahalanobis", VI=v_), (VI,))
     assert torch.autograd.gradcheck(lambda v_: tp.lazy(x, y, "mahalanobis", VI=v_).sum(-1), (VI,))
+
+
+@pytest.mark.parametrize("metric", ["cosine", "correlation", "cosine_similarity"])
+@pytest.mark.parametrize("consumer", ["dense", "lazy"])
+def test_cosine_family_self_comparisons(metric, consumer, engine):
+    """Y = None: the normalisation is the GEMM epilogue (side features 1 / |row|); exact
+    self-comparisons are 0 with gradient 0 for the distances (the zero / constant row
+    included), and the kernel matches sklearn everywhere (a zero row: 0, also with itself)."""
+    g = torch.Generator().manual_seed(3)
+    x = torch.randn(6, 20, dtype=F64, generator=g)
+    x[2] = 0.0 if metric != "correlation" else 1.5  # zero norm (after centring for correlation)
+    xr = x.clone().requires_grad_(True)
+    if consumer == "dense":
+        out = tp.pairwise(xr, None, metric)
+    else:
+        out = tp.lazy(xr, None, metric) @ torch.eye(6, dtype=F64)
+    if metric == "cosine_similarity":
+        ref = skp.cosine_similarity(x.numpy())
+    else:
+        xn = x.numpy() - (x.numpy().mean(1, keepdims=True) if metric == "correlation" else 0.0)
+        ref = np.clip(skp.cosine_distances(xn), 0, 2)
+        np.fill_diagonal(ref, 0.0)
+        assert torch.equal(out.detach().diagonal(), torch.zeros(6, dtype=F64))
+    torch.testing.assert_close(out.detach(), torch.from_numpy(ref), rtol=1e-10, atol=1e-12)
+    out.diagonal().sum().backward()
+    if metric != "cosine_similarity":
+        assert torch.equal(xr.grad, torch.zeros_like(x))
+    else:  # d(x.x / |x|^2)/dx = 0 analytically; the zero row's gradient is 0 by convention
+        torch.testing.assert_close(xr.grad, torch.zeros_like(x), rtol=0, atol=1e-12)

@@ -21,6 +21,10 @@ double float_param(const std::optional<double>& value, double fallback, const ch
 // squared norms as side features otherwise.
 Prepared distance_family(const Inputs& in, const std::string& base, std::vector<double> scalars);
 
+// 1 / |x| per row ([..., n] from [..., n, D]), 0 for a row of norm 0 (gradient 0 there): the
+// side features of the cosine kernels, one pass over the operand.
+at::Tensor inverse_row_norms(const at::Tensor& x);
+
 Prepared prepare_euclidean(const Inputs& in, const ComparisonOptions& o);
 Prepared prepare_sqeuclidean(const Inputs& in, const ComparisonOptions& o);
 Prepared prepare_rbf(const Inputs& in, const ComparisonOptions& o);

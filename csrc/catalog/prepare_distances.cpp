@@ -68,20 +68,12 @@ at::Tensor stacked(const Inputs& in) {
   return at::cat({in.x, in.y}, 1);
 }
 
-// x / |x| per row; zero rows stay zero (their gradient is 0).
-at::Tensor unit_rows(const at::Tensor& x) {
-  const at::Tensor n2 = x.square().sum(-1, /*keepdim=*/true);
-  const at::Tensor pos = n2 > 0;
-  const at::Tensor inv = at::where(pos, at::rsqrt(at::where(pos, n2, at::ones_like(n2))), at::zeros_like(n2));
-  return x * inv;
-}
-
 Prepared cosine_of(const Inputs& in, const at::Tensor& x, const at::Tensor& y) {
-  const at::Tensor xu = unit_rows(x);
-  Prepared p = operands(in, xu, in.symmetric ? xu : unit_rows(y), "cosine_gemm");
-  // side features 1: d2 = 2 - 2 g (a zero row, left at 0, is at distance 1 from everything)
-  p.a = at::ones_symint({x.sym_size(0), x.sym_size(1)}, x.options());
-  p.b = in.symmetric ? p.a : at::ones_symint({y.sym_size(0), y.sym_size(1)}, y.options());
+  // The normalisation is the kernel's epilogue: side features 1 / |row| (0 for a zero row),
+  // one pass over each operand; the GEMM reads the operands themselves.
+  Prepared p = operands(in, x, y, "cosine_gemm");
+  p.a = inverse_row_norms(x);
+  p.b = in.symmetric ? p.a : inverse_row_norms(y);
   return p;
 }
 

@@ -46,14 +46,6 @@ bool values_are_readable(const at::Tensor& t) {
   return !t.key_set().has_any(traced);
 }
 
-// x / |x| (rows), and 0 for a row of norm 0 (sklearn's normalize), with gradient 0 there.
-at::Tensor normalize_rows(const at::Tensor& x) {
-  const at::Tensor norm = at::linalg_vector_norm(x, 2, {-1}, /*keepdim=*/true);
-  const at::Tensor zero = norm == 0;
-  const at::Tensor safe = at::where(zero, at::ones_like(norm), norm);
-  return at::where(zero, at::zeros_like(x), x / safe);
-}
-
 // sklearn's chi2 kernels are defined for non-negative features ("X contains negative
 // values." otherwise): the same check, naming the argument.
 void check_non_negative(const Inputs& in, const char* metric) {
@@ -103,8 +95,12 @@ Prepared prepare_linear(const Inputs& in, const ComparisonOptions&) {
 }
 
 Prepared prepare_cosine_similarity(const Inputs& in, const ComparisonOptions&) {
-  const at::Tensor x = normalize_rows(in.x);
-  return gemm_call(in, x, in.symmetric ? x : normalize_rows(in.y), "linear_gemm", {});
+  // x.y / (|x| |y|), the normalisation folded into the kernel's epilogue (side features
+  // 1 / |row|, 0 for a zero row as sklearn's normalize leaves it).
+  Prepared p = direct_call(in, "cosine_similarity_gemm", {});
+  p.a = inverse_row_norms(in.x);
+  p.b = in.symmetric ? p.a : inverse_row_norms(in.y);
+  return p;
 }
 
 Prepared prepare_polynomial(const Inputs& in, const ComparisonOptions& o) {

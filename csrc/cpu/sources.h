@@ -294,9 +294,9 @@ class InnerProductSource final : public TileSource<T> {
         const V b = cside_ ? V::loadu(cside_ + c0 + c, count) : V(T(0));
         value(g, a, b).store(o + c, count);
       }
-      if constexpr (M::kDistanceBased) {
+      if constexpr (math::fixes_self<M>()) {
         const int64_t diag = r0 + r - c0;
-        if (symmetric_ && diag >= 0 && diag < nc) o[diag] = M::h(T(0), s_);
+        if (symmetric_ && diag >= 0 && diag < nc) o[diag] = math::self_value<M>(T(0), s_);
       }
     }
   }
@@ -323,12 +323,12 @@ class InnerProductSource final : public TileSource<T> {
         const V w = V::loadu(gup + r * ldg + c, count);
         V val, fg, frow, fcol;
         derivatives(g, a, b, val, fg, frow, fcol);
-        if constexpr (M::kDistanceBased) {
+        if constexpr (math::fixes_self<M>()) {
           const int64_t diag = r0 + r - c0 - c;
           if (symmetric_ && diag >= 0 && diag < count) {
-            // exact self-comparison: d2 = 0, gradient 0 by convention
+            // exact self-comparison (distance-based: d2 = 0), gradient 0 by convention
             const V on_diag = Vec<T>::arange(T(0), T(1)) == V(static_cast<T>(diag));
-            val = V::blendv(val, V(M::h(T(0), s_)), on_diag);
+            val = V::blendv(val, V(math::self_value<M>(T(0), s_)), on_diag);
             fg = V::blendv(fg, V(T(0)), on_diag);
             frow = V::blendv(frow, V(T(0)), on_diag);
             fcol = V::blendv(fcol, V(T(0)), on_diag);

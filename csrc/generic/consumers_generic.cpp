@@ -176,6 +176,15 @@ struct InnerProductEvaluator final : Evaluator {
     } else {
       val = M::value(g, ax, by, s);
       M::grad(g, ax, by, val, fg, fx, fy, s);
+      if constexpr (math::fixes_self<M>()) {
+        if (self.defined()) {
+          const at::Tensor zero = at::zeros({}, g.options());
+          val = at::where(self, math::self_value<M>(zero, s), val);
+          fg = at::where(self, zero, fg);
+          fx = at::where(self, zero, fx);
+          fy = at::where(self, zero, fy);
+        }
+      }
     }
   }
 
@@ -213,7 +222,11 @@ struct InnerProductEvaluator final : Evaluator {
       if (t.symmetric) v = at::where(diagonal(t, g), M::h(at::zeros({}, g.options()), s), v);
       return v;
     } else {
-      return t.flipped ? M::value(g, cb, ra, s) : M::value(g, ra, cb, s);
+      at::Tensor v = t.flipped ? M::value(g, cb, ra, s) : M::value(g, ra, cb, s);
+      if constexpr (math::fixes_self<M>()) {
+        if (t.symmetric) v = at::where(diagonal(t, g), math::self_value<M>(at::zeros({}, g.options()), s), v);
+      }
+      return v;
     }
   }
 
@@ -248,6 +261,15 @@ struct InnerProductEvaluator final : Evaluator {
         val = M::value(g, ra, cb, s);
         M::grad(g, ra, cb, val, fg, fa, fb, s);
         frow = fa;
+      }
+      if constexpr (math::fixes_self<M>()) {
+        if (t.symmetric) {
+          const at::Tensor diag = diagonal(t, g);
+          const at::Tensor zero = at::zeros({}, g.options());
+          val = at::where(diag, math::self_value<M>(zero, s), val);
+          fg = at::where(diag, zero, fg);
+          frow = at::where(diag, zero, frow);
+        }
       }
     }
     drow.add_(at::matmul(gup * fg, t.colx));

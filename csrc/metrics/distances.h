@@ -202,14 +202,27 @@ struct SnrDirect {
   template <class V> static V dy(const V& x, const V& y, const V* ctx, const Scalars&) { return (y - x) * ctx[0]; }
 };
 
-// Inner-product family. cosine / correlation on rows the catalog normalised to unit norm
-// (zero rows stay zero) with side features 1: value = 1 - x.y = max(2 - 2 x.y, 0) / 2, so
-// a zero row is at distance 1 from everything (sklearn) and self-comparisons are exactly 0.
+// Inner-product family. cosine / correlation on the raw (correlation: centred) rows with
+// side features the inverse row norms a = 1 / |x|, b = 1 / |y| (0 for a zero row, which
+// the catalog computes once per row): value = 1 - g a b, clamped to [0, 2]. The
+// normalisation is folded into the GEMM tile's epilogue (no normalised copy of the
+// operands). A zero row has a = 0: distance 1 from everything (sklearn); exact
+// self-comparisons are 0 with gradient 0.
 struct CosineGemm {
   static constexpr int kScalars = 0;
-  static constexpr bool kDistanceBased = true, kSingularAtZero = false;
-  template <class V> static V h(const V& d2, const Scalars&) { return d2 * 0.5; }
-  template <class V> static V dh(const V& d2, const V&, const Scalars&) { return math::full_like(d2, 0.5); }
+  static constexpr bool kDistanceBased = false, kSingularAtZero = false, kExactSelf = true;
+  template <class V> static V self_value(const V& like, const Scalars&) { return math::full_like(like, 0.0); }
+  template <class V> static V value(const V& g, const V& a, const V& b, const Scalars&) {
+    const V v = math::full_like(g, 1.0) - g * a * b;
+    return math::minimum(math::clamp_min(v, 0.0), math::full_like(v, 2.0));
+  }
+  // The gradient of the unclamped formula (the clamp only absorbs rounding).
+  template <class V>
+  static void grad(const V& g, const V& a, const V& b, const V&, V& fg, V& fa, V& fb, const Scalars&) {
+    fg = (a * b) * -1.0;
+    fa = (g * b) * -1.0;
+    fb = (g * a) * -1.0;
+  }
 };
 
 }  // namespace tp::metrics

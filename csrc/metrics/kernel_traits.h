@@ -30,6 +30,11 @@
 //     template <class V> static V value(const V& g, const V& a, const V& b, const Scalars&);
 //     template <class V> static void grad(const V& g, const V& a, const V& b, const V& value,
 //                                         V& fg, V& fa, V& fb, const Scalars&);
+// Exact self-comparisons (the diagonal of a symmetric call, the paired rows marked self)
+// take a fixed value with gradient 0: h(0) for distance-based kernels; a value kernel opts in
+// with (see fixes_self / self_value in metrics/math.h)
+//     static constexpr bool kExactSelf = true;
+//     template <class V> static V self_value(const V& like, const Scalars&);
 //
 // Boolean family (metrics/boolean.h; not differentiable): value = f(TT, TF, FT, FF), the
 // counts of (x_k, y_k) = (T, T), (T, F), (F, T), (F, F) (nonzero = True), produced by the

@@ -31,6 +31,21 @@ struct LinearGemm {
   }
 };
 
+// sklearn's cosine_similarity: g a b with side features the inverse row norms a = 1 / |x|,
+// b = 1 / |y| (0 for a zero row: 0 against everything, as sklearn's normalize), folded into
+// the GEMM tile's epilogue.
+struct CosineSimilarityGemm {
+  static constexpr int kScalars = 0;
+  static constexpr bool kDistanceBased = false, kSingularAtZero = false;
+  template <class V> static V value(const V& g, const V& a, const V& b, const Scalars&) { return g * a * b; }
+  template <class V>
+  static void grad(const V& g, const V& a, const V& b, const V&, V& fg, V& fa, V& fb, const Scalars&) {
+    fg = a * b;
+    fa = g * b;
+    fb = g * a;
+  }
+};
+
 // (gamma x.y + coef0)^degree; scalars: [gamma, coef0, degree]. Integer degrees (sklearn's
 // default 3) are computed by repeated squaring: exact for negative bases and much cheaper
 // than pow; other degrees by pow (NaN for a negative base, as numpy's float power).
@@ -117,7 +132,13 @@ struct RationalQuadraticGemm {
   static constexpr int kScalars = 2;
   static constexpr bool kDistanceBased = true, kSingularAtZero = false;
   template <class V> static V base(const V& d2, const Scalars& s) { return d2 * (s[1] / (2.0 * s[0])) + 1.0; }
-  template <class V> static V h(const V& d2, const Scalars& s) { return math::pow(base(d2, s), -s[0]); }
+  // An integer alpha (sklearn's default 1) is 1 / base^alpha by repeated squaring: one
+  // division instead of a pow (base >= 1, so no overflow below alpha ~ 88 / log(base)).
+  template <class V> static V h(const V& d2, const Scalars& s) {
+    if (s[0] <= 64.0 && math::is_small_integer(s[0]))
+      return math::full_like(d2, 1.0) / math::powi(base(d2, s), static_cast<int64_t>(s[0]));
+    return math::pow(base(d2, s), -s[0]);
+  }
   template <class V> static V dh(const V& d2, const V& value, const Scalars& s) {
     return value / base(d2, s) * (-0.5 * s[1]);
   }

@@ -194,4 +194,23 @@ inline V powi(const V& x, int64_t n) {
 }
 inline at::Tensor powi(const at::Tensor& x, int64_t n) { return x.pow(static_cast<double>(n)); }
 
+// ---- issue 3 performance: exact self-comparisons of inner-product kernels -------------------
+// Whether kernel M fixes its exact self-comparisons (value self_value, gradient 0): every
+// distance-based kernel (h(0)) and the value kernels declaring kExactSelf (kernel_traits.h).
+template <class M, class = void>
+struct declares_exact_self : std::false_type {};
+template <class M>
+struct declares_exact_self<M, std::void_t<decltype(M::kExactSelf)>> : std::bool_constant<M::kExactSelf> {};
+template <class M>
+constexpr bool fixes_self() {
+  return M::kDistanceBased || declares_exact_self<M>::value;
+}
+template <class M, class V, class S>
+inline V self_value(const V& like, const S& s) {
+  if constexpr (M::kDistanceBased)
+    return M::h(tp::math::full_like(like, 0.0), s);
+  else
+    return M::self_value(like, s);
+}
+
 }  // namespace tp::math
