@@ -5,11 +5,22 @@
 #include <c10/util/Exception.h>
 #include <torch/version.h>
 
+#include <mutex>
+
 #include "catalog/catalog.h"
 #include "ops/ops.h"
 #include "torchpair/torchpair.h"
 
 namespace tp {
+
+// The materialized matrix of a lazy = false expression (untransposed), computed once. The mutex
+// makes the first consumer call safe from several threads at once: one computes, the others
+// wait and then share the result. (Not std::call_once: a throwing first call must leave it
+// retryable, and libstdc++'s call_once has had bugs with exceptions.)
+struct PairwiseExpression::Materialized {
+  std::mutex mutex;
+  at::Tensor matrix;
+};
 
 PairwiseExpression::PairwiseExpression(at::Tensor x, std::optional<at::Tensor> y, std::string metric, bool lazy,
                                        PairwiseOperationOptions options, bool transposed)
@@ -20,12 +31,18 @@ PairwiseExpression::PairwiseExpression(at::Tensor x, std::optional<at::Tensor> y
       options_(std::move(options)),
       transposed_(transposed) {
   if (y_.has_value() && !y_->defined()) y_.reset();
+  if (!lazy_) materialized_ = std::make_shared<Materialized>();
 }
 
 at::Tensor PairwiseExpression::dense() const {
-  if (!lazy_ && materialized_.defined()) return transposed_ ? materialized_.transpose(-1, -2) : materialized_;
-  at::Tensor k = ops::pairwise(x_, y_, metric_, options_.comparison);
-  if (!lazy_) materialized_ = k;
+  at::Tensor k;
+  if (lazy_) {
+    k = ops::pairwise(x_, y_, metric_, options_.comparison);
+  } else {
+    std::lock_guard<std::mutex> lock(materialized_->mutex);
+    if (!materialized_->matrix.defined()) materialized_->matrix = ops::pairwise(x_, y_, metric_, options_.comparison);
+    k = materialized_->matrix;
+  }
   return transposed_ ? k.transpose(-1, -2) : k;
 }
 
@@ -106,7 +123,7 @@ at::Tensor PairwiseExpression::softmax_matmul(const at::Tensor& v, int64_t dim) 
 
 PairwiseExpression PairwiseExpression::t() const {
   PairwiseExpression e(x_, y_, metric_, lazy_, options_, !transposed_);
-  e.materialized_ = materialized_;
+  e.materialized_ = materialized_;  // K and K^T share one matrix (and its mutex)
   return e;
 }
 

@@ -1,6 +1,7 @@
 #pragma once
 #include <ATen/Tensor.h>
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <tuple>
@@ -64,7 +65,10 @@ class PairwiseExpression {
   bool lazy_;
   PairwiseOperationOptions options_;
   bool transposed_;
-  mutable at::Tensor materialized_;  // lazy = false only
+  // lazy = false only: the matrix, computed once by the first consumer call (under a mutex,
+  // so several threads may make that first call at once) and shared with copies and t().
+  struct Materialized;
+  std::shared_ptr<Materialized> materialized_;
 };
 
 }  // namespace tp
