@@ -363,6 +363,30 @@ def test_engine_paths_linear_scan_and_damerau():
             check(tp.seq.pairwise(x, y, metric, x_lengths=lx, y_lengths=ly, **kw), oracle(metric, a, b, **kw), False)
 
 
+def test_parallel_calls():
+    """Calls large enough to be split over threads (the engines run sub-millisecond calls on
+    the calling thread): the dynamic task queue, against rapidfuzz."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(max(2, threads))
+    try:
+        rng = random.Random(29)
+        a, b = rand_strings(rng, 1200, 5, 40, "abcdefghij"), rand_strings(rng, 1100, 5, 40, "abcdefghij")
+        (xa, la), (xb, lb) = tp.encode(a, b)
+        for rows, metric, kw in ((1200, "prefix", {}), (1200, "postfix", {}), (1200, "hamming", {"pad": True}),
+                                 (600, "levenshtein", {}), (600, "jaro_winkler", {}),
+                                 (300, "damerau_levenshtein", {})):
+            n, m = rows, rows - 100
+            want = oracle(metric, a[:n], b[:m], **kw)
+            check(tp.seq.pairwise(xa[:n], xb[:m], metric, x_lengths=la[:n], y_lengths=lb[:m], **kw), want,
+                  metric in FLOATING)
+            v, i = tp.seq.lazy(xa[:n], xb[:m], metric, x_lengths=la[:n], y_lengths=lb[:m], **kw).min(-1)
+            np.testing.assert_array_equal(i.numpy(), np.argmin(want, axis=1))
+        iu = np.triu_indices(len(a), 1)
+        check(tp.seq.pdist(xa, "prefix", lengths=la), oracle("prefix", a, a)[iu], False)
+    finally:
+        torch.set_num_threads(threads)
+
+
 # ---- bad input ------------------------------------------------------------------------
 def _tok():
     return tp.encode(["abc", "de"], ["abcd"])

@@ -10,6 +10,7 @@
 #include <ATen/Parallel.h>
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <memory>
 #include <vector>
@@ -288,6 +289,40 @@ class UnitEvaluator {
   Scratch sc_;
 };
 
+// Threads worth waking for a call: each must get at least kMinWorkNs of estimated work.
+// Waking a thread costs microseconds on an idle machine and milliseconds on a busy one
+// (the woken thread waits for a core, and the call for it), so sub-millisecond calls (the
+// linear scans of a few hundred thousand pairs, every small call) run on the calling
+// thread. The estimate is rough (single-thread nanoseconds, within a small factor of
+// measured ones): pairs times the per-pair work of the metric's engine.
+constexpr double kMinWorkNs = 5e5;
+
+int64_t workers_for(const Params& p, const Side& X, const Side& Y, int64_t B, double pairs) {
+  auto mean = [&](const Side& S) {
+    double sum = 0;
+    for (int64_t q = 0; q < B * S.rows; ++q) sum += double(S.len[q]);
+    return B * S.rows ? sum / double(B * S.rows) : 0.0;
+  };
+  const double mx = mean(X), my = mean(Y);
+  double per_pair;
+  switch (p.metric) {
+    case Metric::prefix:
+    case Metric::postfix:
+      per_pair = 1.5;  // a vector compare per 8-16 pairs, and the output write
+      break;
+    case Metric::hamming:
+      per_pair = 1.0 + 0.15 * std::min(mx, my);
+      break;
+    case Metric::damerau_levenshtein:
+      per_pair = 1.0 + 0.05 * mx * my;  // a cell per lane, 8-32 lanes
+      break;
+    default:
+      per_pair = group_kernel(p) == GroupKernel::none ? 1.0 + mx * my  // Wagner-Fischer, scalar
+                                                      : 1.0 + 0.3 * my * std::ceil(std::max(mx, 1.0) / 64.0);
+  }
+  return int64_t(std::min(pairs * per_pair / kMinWorkNs, 1e9));
+}
+
 // Tasks per claim of the work queue: about 1/64 of a thread's share, at least one.
 int64_t chunk_for(int64_t tasks) {
   return std::max<int64_t>(1, tasks / (64 * std::max<int64_t>(1, at::get_num_threads())));
@@ -304,7 +339,7 @@ void dense_impl(const Side& X, const Side& Y, int64_t B, const Params& p, V* out
   const int64_t cblock = cd.lin ? 4 * kColBlock : kColBlock;
   const int64_t cblocks = (M + cblock - 1) / cblock;
   const int64_t tasks = B * plan.per * cblocks;
-  TaskQueue queue(tasks, chunk_for(tasks));
+  TaskQueue queue(tasks, chunk_for(tasks), workers_for(p, X, Y, B, double(B) * double(N) * double(M)));
   at::parallel_for(0, queue.workers(), 1, [&](int64_t, int64_t) {
     UnitEvaluator<V> ev(p, X, Y, cd);
     V* dst[kMaxLanes];
@@ -349,7 +384,7 @@ void pdist_impl(const Side& X, int64_t B, const Params& p, V* out) {
     }
   }
   const int64_t tasks = int64_t(tb.size());
-  TaskQueue queue(tasks, chunk_for(tasks));
+  TaskQueue queue(tasks, chunk_for(tasks), workers_for(p, X, X, B, double(B) * double(P)));
   at::parallel_for(0, queue.workers(), 1, [&](int64_t, int64_t) {
     UnitEvaluator<V> ev(p, X, X, cd);
     std::vector<V> vals(kMaxLanes * kColBlock);
@@ -388,7 +423,7 @@ void topk_impl(const Side& X, const Side& Y, int64_t B, const Params& p, int64_t
     return a.second < b.second;
   };
   const int64_t tasks = B * plan.per;
-  TaskQueue queue(tasks, chunk_for(tasks));
+  TaskQueue queue(tasks, chunk_for(tasks), workers_for(p, X, Y, B, double(B) * double(N) * double(M)));
   at::parallel_for(0, queue.workers(), 1, [&](int64_t, int64_t) {
     UnitEvaluator<V> ev(p, X, Y, cd);
     std::vector<V> vals(kMaxLanes * kColBlock);

@@ -95,7 +95,7 @@ inline bool any_set(const at::vec::Vectorized<Lane>& v) {
 // Tasks [0, tasks) claimed in chunks from a shared counter by at::parallel_for's threads:
 // a slower (or descheduled) thread does not hold up the others, and tasks of unequal cost
 // (units of long and short patterns) balance. Usage:
-//   TaskQueue q(tasks, chunk);
+//   TaskQueue q(tasks, chunk, max_workers);
 //   at::parallel_for(0, q.workers(), 1, [&](int64_t, int64_t) {
 //     per-thread state; int64_t t0, t1;
 //     while (q.next(t0, t1)) for (int64_t t = t0; t < t1; ++t) ...;
@@ -103,9 +103,12 @@ inline bool any_set(const at::vec::Vectorized<Lane>& v) {
 // (Nested inside another parallel region, at::parallel_for runs inline: one worker drains.)
 class TaskQueue {
  public:
-  TaskQueue(int64_t tasks, int64_t chunk) : tasks_(tasks), chunk_(std::max<int64_t>(chunk, 1)) {}
+  // max_workers: the most threads worth waking for the call (see workers_for).
+  TaskQueue(int64_t tasks, int64_t chunk, int64_t max_workers)
+      : tasks_(tasks), chunk_(std::max<int64_t>(chunk, 1)), max_workers_(std::max<int64_t>(max_workers, 1)) {}
   int64_t workers() const {
-    return std::max<int64_t>(1, std::min<int64_t>(at::get_num_threads(), (tasks_ + chunk_ - 1) / chunk_));
+    return std::max<int64_t>(
+        1, std::min<int64_t>({int64_t(at::get_num_threads()), max_workers_, (tasks_ + chunk_ - 1) / chunk_}));
   }
   bool next(int64_t& t0, int64_t& t1) {
     t0 = next_.fetch_add(chunk_, std::memory_order_relaxed);
@@ -115,7 +118,7 @@ class TaskQueue {
   }
 
  private:
-  int64_t tasks_, chunk_;
+  int64_t tasks_, chunk_, max_workers_;
   std::atomic<int64_t> next_{0};
 };
 

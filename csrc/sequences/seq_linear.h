@@ -48,7 +48,7 @@ class LinearScan {
     const int64_t cap = count_all_ ? std::numeric_limits<int64_t>::max() : kDepth;
     Dx_ = std::max<int64_t>(std::min(longest(X), cap), 1);
     Dy_ = std::min(longest(Y), cap);
-    Mp_ = M_ + W;  // a vector load at any column < M stays inside the row
+    Mp_ = M_ + kChunk * W;  // the loads of a chunk starting at any column < M stay inside the row
     // Position t of a sequence of n tokens (from the end for postfix).
     auto pos = [&](int64_t n, int64_t t) { return rev_ ? n - 1 - t : t; };
     auto laid_out = [&](const Side& S, int64_t depth, auto&& f) {
@@ -89,52 +89,73 @@ class LinearScan {
     const int32_t m = xlen_[b * N_ + i];
     const int32_t* yt = &yt_[b * Dy_ * Mp_];
     const int32_t* yl = &ylen_[b * Mp_];
-    const Vec mv(m), zero(0);
+    const Vec mv(m), zero(0), one(1);
     const int64_t kmax = std::min<int64_t>(m, Dy_);  // the positions any lane may compare
-    alignas(64) int32_t dbuf[W], mbuf[W], abuf[W];
+    if (count_all_) {
+      // hamming: position-major over a chunk of kChunk vectors (the layout's rows stream
+      // through, the counters stay in registers)
+      for (int64_t j0 = c0; j0 < c1; j0 += kChunk * W) {
+        Vec same[kChunk], k[kChunk];
+        for (int v = 0; v < kChunk; ++v) {
+          k[v] = at::vec::minimum(Vec::loadu(yl + j0 + v * W), mv);
+          same[v] = zero;
+        }
+        Vec tv = zero;
+        for (int64_t t = 0; t < kmax; ++t) {
+          const Vec xt(xr[t]);
+          const int32_t* yrow = yt + t * Mp_ + j0;
+          for (int v = 0; v < kChunk; ++v) same[v] = same[v] - ((Vec::loadu(yrow + v * W) == xt) & (tv < k[v]));
+          tv = tv + one;
+        }
+        for (int v = 0; v < kChunk && j0 + v * W < c1; ++v)
+          emit(Vec::loadu(yl + j0 + v * W), mv, same[v], j0 + v * W, c0, c1, dst);
+      }
+      return;
+    }
+    alignas(64) int32_t sbuf[W], abuf[W];
     for (int64_t j0 = c0; j0 < c1; j0 += W) {
       const Vec n = Vec::loadu(yl + j0);
       const Vec k = at::vec::minimum(n, mv);  // positions to compare, per lane
       Vec same = zero;                        // equal positions counted, per lane
-      if (count_all_) {
-        Vec tv = zero;
-        for (int64_t t = 0; t < kmax; ++t) {
-          const Vec eq = (Vec::loadu(yt + t * Mp_ + j0) == Vec(xr[t])) & (tv < k);
-          same = same - eq;  // eq is -1 where equal
-          tv = tv + Vec(1);
-        }
-      } else {
-        Vec active = zero < k;
-        int64_t t = 0;
-        for (; t < kmax && any_set(active); ++t) {
-          const Vec eq = (Vec::loadu(yt + t * Mp_ + j0) == Vec(xr[t])) & active;
-          same = same - eq;
-          active = eq & (Vec(int32_t(t + 1)) < k);
-        }
-        if (t == Dy_ && any_set(active)) {  // lanes equal through the laid-out depth
-          active.store(abuf);
-          same.store(dbuf);
-          for (int q = 0; q < W && j0 + q < c1; ++q)
-            if (abuf[q]) dbuf[q] = int32_t(common_from(b, i, j0 + q, dbuf[q]));
-          same = Vec::loadu(dbuf);
-        }
+      Vec active = zero < k;
+      int64_t t = 0;
+      for (; t < kmax && any_set(active); ++t) {
+        const Vec eq = (Vec::loadu(yt + t * Mp_ + j0) == Vec(xr[t])) & active;
+        same = same - eq;  // eq is -1 where equal
+        active = eq & (Vec(int32_t(t + 1)) < k);
       }
-      const Vec mx = at::vec::maximum(n, mv);
-      (mx - same).store(dbuf);
-      const int64_t cnt = std::min<int64_t>(W, c1 - j0);
-      V* out = dst + (j0 - c0);
-      if constexpr (std::is_same_v<V, double>) {
-        mx.store(mbuf);
-        for (int64_t q = 0; q < cnt; ++q) out[q] = mbuf[q] ? double(dbuf[q]) / double(mbuf[q]) : 0.0;
-      } else if (cnt == W) {
-        for (int q = 0; q < W; ++q) out[q] = dbuf[q];
-      } else {
-        for (int64_t q = 0; q < cnt; ++q) out[q] = dbuf[q];
+      if (t == Dy_ && any_set(active)) {  // lanes equal through the laid-out depth
+        active.store(abuf);
+        same.store(sbuf);
+        for (int q = 0; q < W && j0 + q < c1; ++q)
+          if (abuf[q]) sbuf[q] = int32_t(common_from(b, i, j0 + q, sbuf[q]));
+        same = Vec::loadu(sbuf);
       }
+      emit(n, mv, same, j0, c0, c1, dst);
     }
   }
 
  private:
+  static constexpr int kChunk = 8;  // hamming: vectors of columns per pass over the positions
+
+  // The distances max(m, n) - same of the columns [j0, j0 + W) (those below c1) into dst.
+  template <typename V>
+  static void emit(const Vec& n, const Vec& mv, const Vec& same, int64_t j0, int64_t c0, int64_t c1, V* dst) {
+    alignas(64) int32_t dbuf[W], mbuf[W];
+    const Vec mx = at::vec::maximum(n, mv);
+    (mx - same).store(dbuf);
+    const int64_t cnt = std::min<int64_t>(W, c1 - j0);
+    V* out = dst + (j0 - c0);
+    if constexpr (std::is_same_v<V, double>) {
+      mx.store(mbuf);
+      for (int64_t q = 0; q < cnt; ++q) out[q] = mbuf[q] ? double(dbuf[q]) / double(mbuf[q]) : 0.0;
+    } else if (cnt == W) {
+      for (int q = 0; q < W; ++q) out[q] = dbuf[q];
+    } else {
+      for (int64_t q = 0; q < cnt; ++q) out[q] = dbuf[q];
+    }
+  }
+
   // The common prefix (postfix) of x_i and y_j, known to be at least `from` long.
   int64_t common_from(int64_t b, int64_t i, int64_t j, int64_t from) const {
     const int64_t m = X_.length(b, i), n = Y_.length(b, j), k = std::min(m, n);
