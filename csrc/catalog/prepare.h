@@ -70,7 +70,8 @@ Prepared prepare_matching(const Inputs& in, const ComparisonOptions& o);
 // hamming / equal compare values (bool inputs without weights take the bit-packed path).
 Prepared prepare_hamming(const Inputs& in, const ComparisonOptions& o);
 Prepared prepare_equal(const Inputs& in, const ComparisonOptions& o);
-// x [B, n, D] -> [B, n, ceil(D / 64)] int64 words of the nonzero pattern (ATen ops, any device).
+// x [B, n, D] -> [B, n, ceil(D / 64)] int64 words of the nonzero pattern (native on eager CPU
+// tensors, ATen ops otherwise: any device, traced graphs).
 at::Tensor pack_bits(const at::Tensor& x);
 
 }  // namespace tp::catalog

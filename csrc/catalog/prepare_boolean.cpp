@@ -7,8 +7,11 @@
 // Operands are detached: these comparisons are not differentiable and their results never
 // carry a gradient (like torch.argmax).
 #include <ATen/ATen.h>
+#include <ATen/Parallel.h>
 #include <ATen/TensorSubclassLikeUtils.h>
 #include <c10/util/Exception.h>
+
+#include <cstring>
 
 #include "catalog/prepare.h"
 
@@ -105,10 +108,54 @@ bool both_bool(const Inputs& in) { return in.x.scalar_type() == at::kBool && in.
 
 }  // namespace
 
+namespace {
+
+// Eight 0/1 bytes (byte i least significant first) -> one byte with bit i = byte i: the
+// multiply moves byte i's bit to bit 56 + i without carries (all partial products distinct).
+inline uint64_t gather8(const uint8_t* p) {
+  uint64_t v;
+  std::memcpy(&v, p, 8);
+  return (v * 0x0102040810204080ULL) >> 56;
+}
+
+inline uint64_t pack_word(const uint8_t* p) {
+  uint64_t w = 0;
+  for (int j = 0; j < 8; ++j) w |= gather8(p + 8 * j) << (8 * j);
+  return w;
+}
+
+// The native CPU pack: one pass over the 0/1 bytes, parallel over rows.
+at::Tensor pack_bits_cpu(const at::Tensor& x, int64_t D, int64_t W) {
+  const at::Tensor bits = (x.scalar_type() == at::kBool ? x : x.ne(0)).contiguous();
+  at::Tensor out = at::empty({x.size(0), x.size(1), W}, x.options().dtype(at::kLong));
+  const int64_t rows = x.size(0) * x.size(1), full = D / 64;
+  const uint8_t* src = reinterpret_cast<const uint8_t*>(bits.data_ptr<bool>());
+  uint64_t* dst = reinterpret_cast<uint64_t*>(out.data_ptr<int64_t>());
+  at::parallel_for(0, rows, std::max<int64_t>(1, 4096 / std::max<int64_t>(W, 1)), [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      const uint8_t* row = src + r * D;
+      uint64_t* o = dst + r * W;
+      for (int64_t w = 0; w < full; ++w) o[w] = pack_word(row + 64 * w);
+      if (full < W) {  // the last, partial word: zero padded
+        uint8_t tail[64] = {};
+        std::memcpy(tail, row + 64 * full, size_t(D - 64 * full));
+        o[full] = pack_word(tail);
+      }
+    }
+  });
+  return out;
+}
+
+}  // namespace
+
 at::Tensor pack_bits(const at::Tensor& x) {
   const int64_t D = x.sym_size(-1).guard_int(__FILE__, __LINE__);
   const int64_t W = (D + 63) / 64;
   if (W == 0) return at::empty_symint({x.sym_size(0), x.sym_size(1), 0}, x.options().dtype(at::kLong));
+  // Eager CPU tensors: the native pack (a traced graph, another device or a subclass takes
+  // the ATen formulation below, which gives the same words).
+  if (x.device().is_cpu() && x.layout() == at::kStrided && !at::isTensorSubclassLike(x) && !x.is_meta())
+    return pack_bits_cpu(x.detach(), D, W);
   at::Tensor bits = x.detach().ne(0).to(at::kByte);
   if (W * 64 != D) bits = at::constant_pad_nd(bits, {0, W * 64 - D}, 0);
   // 8 features -> one byte (feature 8j + i is bit i of byte j), 8 bytes -> one word

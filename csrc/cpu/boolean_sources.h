@@ -2,15 +2,18 @@
 // CPU tile producers of the Boolean family (metrics/boolean.h), compiled per CPU capability
 // with the other sources (the AVX2/AVX512 copies are built with -mpopcnt):
 //   PackedSource   : rows bit-packed into int64 words (64 features each, by the catalog's
-//                    prepare step, once per call); TT = sum_w popcount(x_w & y_w) over a
-//                    register-blocked 4-row x 1-column micro-kernel, the other counts from
-//                    per-row popcounts, then the metric's formula vectorized over columns.
+//                    prepare step, once per call); the column operand re-packed into
+//                    16-column panels; TT = sum_w popcount(x_w & y_w) by the popcount
+//                    engine (cpu/popcount.h: AVX512-VPOPCNTDQ / AVX2 / scalar, chosen at run
+//                    time), the other counts from per-row popcounts, then the metric's
+//                    formula vectorized over columns.
 //   EqualitySource : float64 values compared by value (hamming / equal on non-Boolean
 //                    data, optionally weighted), vectorized over features.
 // Neither is differentiable: the catalog hands them detached operands, so no autograd
 // graph ever reaches vjp().
 #include <cstdint>
 
+#include "cpu/popcount.h"
 #include "cpu/sources.h"
 #include "metrics/boolean.h"
 
@@ -27,7 +30,6 @@ template <typename T, typename M>
 class PackedSource final : public TileSource<T> {
   using V = Vec<T>;
   static constexpr int64_t L = V::size();
-  static constexpr int RB = 4;  // rows per register block
 
  public:
   PackedSource(const SourceSpec& spec, const Operands& ops) : flipped_(spec.flipped) {
@@ -36,25 +38,31 @@ class PackedSource final : public TileSource<T> {
     this->dim_ = ops.d;  // words
     features_ = T(spec.scalars.at(0));
     rowp_ = Operands::as<uint64_t>(flipped_ ? ops.y : ops.x);
-    colp_ = Operands::as<uint64_t>(flipped_ ? ops.x : ops.y);
+    const uint64_t* colp = Operands::as<uint64_t>(flipped_ ? ops.x : ops.y);
+    kernel_ = popcount_kernel<T>();
+    const int64_t W = this->dim_, cols = this->cols_;
     this->row_block_ = 64;
-    // a tile's column words stay within ~64 KiB (L2-resident while its rows sweep them)
-    const int64_t per_col = std::max<int64_t>(1, ops.d) * 8;
-    this->col_block_ = std::clamp<int64_t>((64 * 1024) / per_col / L * L, 4 * L, 1024);
+    // a tile's packed column words stay within ~256 KiB (L2-resident while its 64 rows sweep
+    // them, one 16-column panel at a time from L1)
+    const int64_t per_col = std::max<int64_t>(1, W) * 8;
+    this->col_block_ = std::clamp<int64_t>((256 * 1024) / per_col / kPopPanel * kPopPanel, 64, 1024);
+    const int64_t panels = (cols + kPopPanel - 1) / kPopPanel;
+    panels_.resize(size_t(panels * W * kPopPanel));
+    uint64_t* dst = panels_.data();
+    at::parallel_for(0, panels, 8, [&](int64_t p0, int64_t p1) { pack_panels(colp, cols, W, dst, p0, p1); });
     row_count_ = counts(rowp_, this->rows_);
-    col_count_ = counts(colp_, this->cols_);
+    col_count_ = counts(colp, cols);
   }
 
   bool writes_exact_columns() const override { return true; }
 
   void produce(int64_t r0, int64_t nr, int64_t c0, int64_t nc, T* out, int64_t ldo) const override {
     const int64_t W = this->dim_;
-    int64_t r = 0;
-    for (; r + RB <= nr; r += RB) count_block<RB>(r0 + r, c0, nc, W, out + r * ldo, ldo);
-    for (; r < nr; ++r) count_block<1>(r0 + r, c0, nc, W, out + r * ldo, ldo);
-    // counts -> values, vectorized over columns
+    // TT counts (c0 is a multiple of col_block, hence of the panel width) ...
+    kernel_(rowp_ + r0 * W, nr, W, panels_.data() + (c0 / kPopPanel) * W * kPopPanel, nc, out, ldo);
+    // ... -> values, vectorized over columns: TF, FT, FF from the rows' and columns' counts
     const V D(features_);
-    for (r = 0; r < nr; ++r) {
+    for (int64_t r = 0; r < nr; ++r) {
       T* o = out + r * ldo;
       const V nrow(row_count_[r0 + r]);
       for (int64_t c = 0; c < nc; c += L) {
@@ -74,34 +82,24 @@ class PackedSource final : public TileSource<T> {
   }
 
  private:
+  // Per-row popcounts |row| (as T), padded by one vector for the epilogue's loads.
   std::vector<T> counts(const uint64_t* p, int64_t rows) const {
     const int64_t W = this->dim_;
     std::vector<T> out(size_t(rows) + size_t(L), T(0));
-    for (int64_t r = 0; r < rows; ++r) {
-      int64_t s = 0;
-      for (int64_t w = 0; w < W; ++w) s += popcount64(p[r * W + w]);
-      out[r] = T(s);
-    }
+    T* o = out.data();
+    at::parallel_for(0, rows, 1024, [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; ++r) {
+        int64_t s = 0;
+        for (int64_t w = 0; w < W; ++w) s += popcount64(p[r * W + w]);
+        o[r] = T(s);
+      }
+    });
     return out;
   }
 
-  // TT of R rows x nc columns, written as T into out[i * ldo + c].
-  template <int R>
-  inline void count_block(int64_t row, int64_t c0, int64_t nc, int64_t W, T* out, int64_t ldo) const {
-    const uint64_t* xr[R];
-    for (int i = 0; i < R; ++i) xr[i] = rowp_ + (row + i) * W;
-    for (int64_t c = 0; c < nc; ++c) {
-      const uint64_t* yc = colp_ + (c0 + c) * W;
-      int64_t acc[R] = {};
-      for (int64_t w = 0; w < W; ++w) {
-        const uint64_t yw = yc[w];
-        for (int i = 0; i < R; ++i) acc[i] += popcount64(xr[i][w] & yw);
-      }
-      for (int i = 0; i < R; ++i) out[i * ldo + c] = T(acc[i]);
-    }
-  }
-
-  const uint64_t *rowp_ = nullptr, *colp_ = nullptr;
+  const uint64_t* rowp_ = nullptr;
+  std::vector<uint64_t> panels_;  // the column operand, [panel][W][kPopPanel] (cpu/popcount.h)
+  PopcountKernel<T> kernel_ = nullptr;
   std::vector<T> row_count_, col_count_;
   T features_ = 0;
   bool flipped_ = false;

@@ -6,6 +6,7 @@
 
 #include "cpu/consumers.h"
 #include "cpu/pdist.h"
+#include "cpu/popcount.h"
 
 namespace tp::cpu {
 namespace {
@@ -92,5 +93,82 @@ Grads4 pdist_backward(const at::Tensor& grad, const Request& req, std::array<boo
 }
 }  // namespace dispatch
 #undef TP_FORWARD
+
+// ---- the popcount engine's path (cpu/popcount.h) ----
+namespace {
+enum class PopPath { kScalar, kAvx2, kAvx512 };
+
+// The best path of this machine: the capability's own, except that the AVX512 copy needs
+// VPOPCNTDQ (without it, AVX512 machines use the AVX2 copy).
+PopPath best_pop_path() {
+  static const PopPath best = [] {
+    switch (capability()) {
+      case Capability::kAvx512:
+#if defined(__x86_64__) || defined(_M_X64)
+        if (__builtin_cpu_supports("avx512vpopcntdq")) return PopPath::kAvx512;
+#endif
+        return PopPath::kAvx2;
+      case Capability::kAvx2:
+        return PopPath::kAvx2;
+      default:
+        return PopPath::kScalar;
+    }
+  }();
+  return best;
+}
+
+// TORCHPAIR_POPCOUNT=scalar|avx2|avx512 asks for a path; never more than the machine has.
+PopPath pop_path() {
+  const PopPath best = best_pop_path();
+  const char* env = std::getenv("TORCHPAIR_POPCOUNT");
+  if (!env || !*env) return best;
+  std::string want(env);
+  for (auto& ch : want) ch = char(std::tolower(ch));
+  PopPath p;
+  if (want == "scalar")
+    p = PopPath::kScalar;
+  else if (want == "avx2")
+    p = PopPath::kAvx2;
+  else if (want == "avx512")
+    p = PopPath::kAvx512;
+  else
+    TORCH_CHECK_VALUE(false, "torchpair: environment variable TORCHPAIR_POPCOUNT must be one of scalar, avx2, avx512; got '",
+                      env, "'");
+  return std::min(p, best);
+}
+
+const char* pop_path_name(PopPath p) {
+  switch (p) {
+    case PopPath::kAvx512:
+      return "avx512";
+    case PopPath::kAvx2:
+      return "avx2";
+    default:
+      return "scalar";
+  }
+}
+}  // namespace
+
+template <typename T>
+PopcountKernel<T> popcount_kernel() {
+  switch (pop_path()) {
+    case PopPath::kAvx512:
+      return &isa_AVX512::popcount_tt;
+    case PopPath::kAvx2:
+      return &isa_AVX2::popcount_tt;
+    default:
+      return &isa_DEFAULT::popcount_tt;
+  }
+}
+template PopcountKernel<float> popcount_kernel<float>();
+template PopcountKernel<double> popcount_kernel<double>();
+
+std::string popcount_path_name() { return pop_path_name(pop_path()); }
+
+std::vector<std::string> popcount_paths() {
+  std::vector<std::string> out;
+  for (int p = 0; p <= int(best_pop_path()); ++p) out.emplace_back(pop_path_name(PopPath(p)));
+  return out;
+}
 
 }  // namespace tp::cpu

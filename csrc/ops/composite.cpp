@@ -12,6 +12,7 @@
 
 #include "catalog/catalog.h"
 #include "cpu/consumers.h"
+#include "cpu/popcount.h"
 #include "ops/ops.h"
 
 namespace tp::ops {
@@ -364,7 +365,12 @@ std::string catalog_json() { return catalog::catalog_json(); }
 std::string build_info_json() {
   std::ostringstream s;
   s << "{\"torch_version\":\"" << TORCH_VERSION << "\",\"cpu_capability\":\"" << cpu::cpu_capability_name()
-    << "\",\"threads\":" << at::get_num_threads() << "}";
+    << "\",\"threads\":" << at::get_num_threads();
+  // the Boolean popcount engine's path now, and every path this machine can run
+  s << ",\"popcount\":\"" << cpu::popcount_path_name() << "\",\"popcount_paths\":[";
+  const auto paths = cpu::popcount_paths();
+  for (size_t i = 0; i < paths.size(); ++i) s << (i ? "," : "") << "\"" << paths[i] << "\"";
+  s << "]}";
   return s.str();
 }
 
