@@ -178,6 +178,27 @@ Prepared distance_family(const Inputs& in, const std::string& base, std::vector<
 }
 
 
+at::Tensor centred_rows(const at::Tensor& x) {
+  if (native_ready(x)) {
+    at::Tensor out = at::empty_like(x);
+    const int64_t rows = x.size(0) * x.size(1), d = x.size(2);
+    AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "torchpair_centre_rows", [&] {
+      const scalar_t* src = x.data_ptr<scalar_t>();
+      scalar_t* dst = out.data_ptr<scalar_t>();
+      at::parallel_for(0, rows, row_grain(d), [&](int64_t r0, int64_t r1) {
+        for (int64_t r = r0; r < r1; ++r) {
+          double s = 0;
+          for (int64_t k = 0; k < d; ++k) s += double(src[r * d + k]);
+          const scalar_t m = scalar_t(s / double(std::max<int64_t>(d, 1)));
+          for (int64_t k = 0; k < d; ++k) dst[r * d + k] = src[r * d + k] - m;
+        }
+      });
+    });
+    return out;
+  }
+  return x - x.mean(-1, /*keepdim=*/true);
+}
+
 at::Tensor inverse_row_norms(const at::Tensor& x) {
   if (native_ready(x)) {
     at::Tensor out = at::empty({x.size(0), x.size(1)}, x.options());

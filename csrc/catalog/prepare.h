@@ -24,6 +24,8 @@ Prepared distance_family(const Inputs& in, const std::string& base, std::vector<
 // 1 / |x| per row ([..., n] from [..., n, D]), 0 for a row of norm 0 (gradient 0 there): the
 // side features of the cosine kernels, one pass over the operand.
 at::Tensor inverse_row_norms(const at::Tensor& x);
+// x minus its row means (correlation's centring), natively where no gradient can flow.
+at::Tensor centred_rows(const at::Tensor& x);
 
 Prepared prepare_euclidean(const Inputs& in, const ComparisonOptions& o);
 Prepared prepare_sqeuclidean(const Inputs& in, const ComparisonOptions& o);

@@ -159,7 +159,7 @@ Prepared prepare_mahalanobis(const Inputs& in, const ComparisonOptions& o) {
 Prepared prepare_cosine(const Inputs& in, const ComparisonOptions&) { return cosine_of(in, in.x, in.y); }
 
 Prepared prepare_correlation(const Inputs& in, const ComparisonOptions&) {
-  const Inputs c = transformed(in, [](const at::Tensor& t) { return t - t.mean(-1, /*keepdim=*/true); });
+  const Inputs c = transformed(in, [](const at::Tensor& t) { return centred_rows(t); });
   return cosine_of(c, c.x, c.y);
 }
 
