@@ -7,6 +7,7 @@
 #include <ATen/cpu/vec/vec.h>
 
 #include <limits>
+#include <type_traits>
 #include <vector>
 
 #include "sequences/seq_metrics.h"
@@ -15,6 +16,39 @@ namespace tp::seq {
 inline namespace CPU_CAPABILITY {
 
 using VecI = at::vec::Vectorized<int64_t>;
+
+// The bit-parallel algorithms add and subtract bit vectors and rely on two's-complement
+// wraparound. The AVX2/AVX-512 Vectorized operators are intrinsics and wrap; the DEFAULT
+// (scalar) ones are signed C++ arithmetic, where overflow is undefined behaviour (UBSan
+// reported it under `make sanitize`). There the lanes are added as unsigned integers.
+template <class V>
+inline V wrap_add(const V& a, const V& b) {
+#if defined(CPU_CAPABILITY_DEFAULT)
+  using T = typename V::value_type;
+  using U = std::make_unsigned_t<T>;
+  __at_align__ T x[V::size()], y[V::size()];
+  a.store(x);
+  b.store(y);
+  for (int i = 0; i < V::size(); ++i) x[i] = static_cast<T>(static_cast<U>(x[i]) + static_cast<U>(y[i]));
+  return V::loadu(x);
+#else
+  return a + b;
+#endif
+}
+template <class V>
+inline V wrap_sub(const V& a, const V& b) {
+#if defined(CPU_CAPABILITY_DEFAULT)
+  using T = typename V::value_type;
+  using U = std::make_unsigned_t<T>;
+  __at_align__ T x[V::size()], y[V::size()];
+  a.store(x);
+  b.store(y);
+  for (int i = 0; i < V::size(); ++i) x[i] = static_cast<T>(static_cast<U>(x[i]) - static_cast<U>(y[i]));
+  return V::loadu(x);
+#else
+  return a - b;
+#endif
+}
 constexpr int kLanes = VecI::size();
 
 // Patterns of up to kMaxGroupWords * 64 tokens run in groups.
@@ -152,7 +186,7 @@ inline void group_distances(const Params& p, GroupKernel kind, const GroupMatch&
         for (int64_t j = 0; j < n; ++j) {
           const VecI pm = VecI::loadu(gm.get(t[j]));
           const VecI x = pm | vn;
-          const VecI d0 = (((x & vp) + vp) ^ vp) | x;
+          const VecI d0 = (wrap_add(x & vp, vp) ^ vp) | x;
           VecI hp = vn | ~(d0 | vp);
           VecI hn = vp & d0;
           dist = dist - ((hp & last) != zero) + ((hn & last) != zero);  // masks are -1
@@ -166,7 +200,7 @@ inline void group_distances(const Params& p, GroupKernel kind, const GroupMatch&
         for (int64_t j = 0; j < n; ++j) {
           const VecI pm = VecI::loadu(gm.get(t[j]));
           const VecI tr = ((((~d0) & pm) << one) & pm_old);
-          d0 = (((pm & vp) + vp) ^ vp) | pm | vn | tr;
+          d0 = (wrap_add(pm & vp, vp) ^ vp) | pm | vn | tr;
           VecI hp = vn | ~(d0 | vp);
           VecI hn = d0 & vp;
           dist = dist - ((hp & last) != zero) + ((hn & last) != zero);
@@ -197,7 +231,7 @@ inline void group_distances(const Params& p, GroupKernel kind, const GroupMatch&
           const VecI pm = VecI::loadu(pmj + w * kLanes);
           const VecI vp = VP[w], vn = VN[w];
           VecI x = pm | hn_carry;
-          VecI d0 = (((x & vp) + vp) ^ vp) | x | vn;
+          VecI d0 = (wrap_add(x & vp, vp) ^ vp) | x | vn;
           if (osa) {
             const VecI base = (~D0[w]) & pm;
             d0 = d0 | (((base << one) | tr_carry) & PMo[w]);
@@ -229,7 +263,7 @@ inline void group_distances(const Params& p, GroupKernel kind, const GroupMatch&
     VecI s = ones;
     for (int64_t j = 0; j < n; ++j) {
       const VecI u = s & VecI::loadu(gm.get(t[j]));
-      s = (s + u) | (s - u);
+      s = wrap_add(s, u) | wrap_sub(s, u);
     }
     s.store(buf[0]);
   } else {
@@ -242,11 +276,11 @@ inline void group_distances(const Params& p, GroupKernel kind, const GroupMatch&
       for (int64_t w = 0; w < words; ++w) {
         const VecI sw = S[w];
         const VecI u = sw & VecI::loadu(pmj + w * kLanes);
-        const VecI x = sw + u;
-        const VecI x2 = x + carry;
+        const VecI x = wrap_add(sw, u);
+        const VecI x2 = wrap_add(x, carry);
         // unsigned x < sw, x2 < x: signed compares with the sign bit flipped
         carry = (((x ^ sign) < (sw ^ sign)) | ((x2 ^ sign) < (x ^ sign))) & one;
-        S[w] = x2 | (sw - u);
+        S[w] = x2 | wrap_sub(sw, u);
       }
     }
     for (int64_t w = 0; w < words; ++w) S[w].store(buf[w]);
@@ -385,7 +419,7 @@ class NarrowGroup {
       Vec s = ones;
       for (int64_t j = 0; j < n; ++j) {
         const Vec u = s & Vec::loadu(get(t[j]));
-        s = (s + u) | (s - u);
+        s = wrap_add(s, u) | wrap_sub(s, u);
       }
       // the LCS lengths: the pattern bits left clear, counted lane-wise (SWAR popcount)
       popcount_lanes(~s & Vec::loadu(mask_)).store(buf);
@@ -407,7 +441,7 @@ class NarrowGroup {
       for (int64_t j = 0; j < n; ++j) {
         const Vec pm = Vec::loadu(get(t[j]));
         const Vec x = pm | vn;
-        const Vec d0 = (((x & vp) + vp) ^ vp) | x;
+        const Vec d0 = (wrap_add(x & vp, vp) ^ vp) | x;
         Vec hp = vn | ~(d0 | vp);
         Vec hn = vp & d0;
         dist = dist - ((hp & last) != zero) + ((hn & last) != zero);
@@ -421,7 +455,7 @@ class NarrowGroup {
       for (int64_t j = 0; j < n; ++j) {
         const Vec pm = Vec::loadu(get(t[j]));
         const Vec tr = ((((~d0) & pm) << one) & pm_old);
-        d0 = (((pm & vp) + vp) ^ vp) | pm | vn | tr;
+        d0 = (wrap_add(pm & vp, vp) ^ vp) | pm | vn | tr;
         Vec hp = vn | ~(d0 | vp);
         Vec hn = d0 & vp;
         dist = dist - ((hp & last) != zero) + ((hn & last) != zero);
