@@ -6,6 +6,7 @@
 // Included only by the per-capability translation unit (csrc/cpu/sequences_cpu.cpp).
 #include <ATen/cpu/vec/vec.h>
 
+#include <functional>
 #include <limits>
 #include <type_traits>
 #include <vector>
@@ -21,34 +22,23 @@ using VecI = at::vec::Vectorized<int64_t>;
 // wraparound. The AVX2/AVX-512 Vectorized operators are intrinsics and wrap; the DEFAULT
 // (scalar) ones are signed C++ arithmetic, where overflow is undefined behaviour (UBSan
 // reported it under `make sanitize`). There the lanes are added as unsigned integers.
-template <class V>
-inline V wrap_add(const V& a, const V& b) {
 #if defined(CPU_CAPABILITY_DEFAULT)
+template <class V, class Op>
+inline V unsigned_lanes(const V& a, const V& b, Op op) {
   using T = typename V::value_type;
   using U = std::make_unsigned_t<T>;
   __at_align__ T x[V::size()], y[V::size()];
   a.store(x);
   b.store(y);
-  for (int i = 0; i < V::size(); ++i) x[i] = static_cast<T>(static_cast<U>(x[i]) + static_cast<U>(y[i]));
+  for (int i = 0; i < V::size(); ++i) x[i] = static_cast<T>(op(static_cast<U>(x[i]), static_cast<U>(y[i])));
   return V::loadu(x);
-#else
-  return a + b;
-#endif
 }
-template <class V>
-inline V wrap_sub(const V& a, const V& b) {
-#if defined(CPU_CAPABILITY_DEFAULT)
-  using T = typename V::value_type;
-  using U = std::make_unsigned_t<T>;
-  __at_align__ T x[V::size()], y[V::size()];
-  a.store(x);
-  b.store(y);
-  for (int i = 0; i < V::size(); ++i) x[i] = static_cast<T>(static_cast<U>(x[i]) - static_cast<U>(y[i]));
-  return V::loadu(x);
+template <class V> inline V wrap_add(const V& a, const V& b) { return unsigned_lanes(a, b, std::plus<>()); }
+template <class V> inline V wrap_sub(const V& a, const V& b) { return unsigned_lanes(a, b, std::minus<>()); }
 #else
-  return a - b;
+template <class V> inline V wrap_add(const V& a, const V& b) { return a + b; }
+template <class V> inline V wrap_sub(const V& a, const V& b) { return a - b; }
 #endif
-}
 constexpr int kLanes = VecI::size();
 
 // Patterns of up to kMaxGroupWords * 64 tokens run in groups.
