@@ -170,13 +170,12 @@ Prepared distance_family(const Inputs& in, const std::string& base, std::vector<
   const at::Tensor centre = at::nan_to_num(ref.detach().mean(1, /*keepdim=*/true), 0.0, 0.0, 0.0);
   p.x = in.x - centre;
   p.y = in.symmetric ? p.x : in.y - centre;
-  // Squared norms in one reduction pass each (x.square().sum(-1) is two; same rounding).
+  // Squared norms in one reduction pass each (x.square().sum(-1) is two); the sqrt/square
+  // round trip may differ from the sum of squares by an ulp.
   p.a = at::linalg_vector_norm(p.x, 2, {-1}, /*keepdim=*/false).square();
   p.b = in.symmetric ? p.a : at::linalg_vector_norm(p.y, 2, {-1}, /*keepdim=*/false).square();
-  p.kernel = base + "_gemm";
   return p;
 }
-
 
 at::Tensor centred_rows(const at::Tensor& x) {
   if (native_ready(x)) {
