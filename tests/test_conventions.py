@@ -127,6 +127,24 @@ def test_mahalanobis_singular_covariance():
     assert torch.isfinite(out).all()
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, F64])
+@pytest.mark.parametrize("requires_grad", [False, True])  # native preparation / ATen composition
+@pytest.mark.parametrize("bad", [float("nan"), float("inf")])
+def test_mahalanobis_non_finite_data_gives_nan(dtype, requires_grad, bad):
+    """A NaN or inf anywhere in the stacked rows makes the covariance, hence VI, non-finite:
+    every distance is NaN, as scipy's (torchpair does not hand such a matrix to LAPACK, which
+    fails to converge on it)."""
+    g = torch.Generator().manual_seed(1)
+    x, y = torch.randn(7, 5, dtype=dtype, generator=g), torch.randn(6, 5, dtype=dtype, generator=g)
+    x[2, 3] = bad
+    ref = ssd.cdist(x.double().numpy(), y.double().numpy(), "mahalanobis")
+    assert np.isnan(ref).all()
+    out = tp.pairwise(x.clone().requires_grad_(requires_grad), y, "mahalanobis")
+    assert torch.isnan(out).all()
+    assert torch.isnan(tp.pdist(x.clone().requires_grad_(requires_grad), "mahalanobis")).all()
+    assert not torch.isnan(y).any() and x[2, 3].item() != 0  # inputs untouched
+
+
 def test_seuclidean_zero_variance_drops_the_feature(engine):
     x = torch.randn(5, 4, dtype=F64)
     y = torch.randn(6, 4, dtype=F64)

@@ -27,6 +27,16 @@ at::Tensor inverse_row_norms(const at::Tensor& x);
 // x minus its row means (correlation's centring), natively where no gradient can flow.
 at::Tensor centred_rows(const at::Tensor& x);
 
+// The pseudo-inverse of covariance matrices [..., D, D], by eigendecomposition (they are
+// symmetric; two thirds of the SVD's cost). A matrix with a non-finite entry (NaN or inf in
+// the data) gives an all-NaN inverse, so every distance is NaN as with scipy's inv (LAPACK
+// would fail to converge on it).
+at::Tensor covariance_pinv(const at::Tensor& cov);
+// mahalanobis' operands natively where no gradient can flow (nullopt otherwise): VI_given
+// undefined means the default VI, the pseudo-inverse of the covariance of x's rows, stacked
+// with y's when stack_y (scipy's cdist; pdist has x only).
+std::optional<Prepared> mahalanobis_native(const Inputs& in, const at::Tensor& VI_given, bool stack_y);
+
 Prepared prepare_euclidean(const Inputs& in, const ComparisonOptions& o);
 Prepared prepare_sqeuclidean(const Inputs& in, const ComparisonOptions& o);
 Prepared prepare_rbf(const Inputs& in, const ComparisonOptions& o);

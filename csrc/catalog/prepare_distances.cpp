@@ -129,15 +129,15 @@ Prepared prepare_seuclidean(const Inputs& in, const ComparisonOptions& o) {
 Prepared prepare_mahalanobis(const Inputs& in, const ComparisonOptions& o) {
   const int64_t d = feature_dim(in);
   at::Tensor VI;
-  if (o.VI.has_value()) {
-    VI = tensor_param(*o.VI, "VI", in, "mahalanobis", {d, d}, /*nonnegative=*/false);
-  } else {
+  if (o.VI.has_value()) VI = tensor_param(*o.VI, "VI", in, "mahalanobis", {d, d}, /*nonnegative=*/false);
+  const bool stack_y = std::string(in.op) != "pdist";
+  if (auto native = mahalanobis_native(in, VI, stack_y)) return *native;
+  if (!VI.defined()) {
     // scipy: the inverse of the covariance of the stacked rows; the pseudo-inverse here, so
     // a singular covariance works.
     const at::Tensor z = stacked(in);
     const at::Tensor zc = z - z.mean(1, /*keepdim=*/true);
-    const at::Tensor cov = at::matmul(zc.transpose(1, 2), zc).div(c10::Scalar(z.sym_size(1) - 1));
-    VI = at::linalg_pinv(cov, std::optional<double>(), std::optional<double>(), /*hermitian=*/false);
+    VI = covariance_pinv(at::matmul(zc.transpose(1, 2), zc).div(c10::Scalar(z.sym_size(1) - 1)));
   }
   const at::Tensor VIs = (VI + VI.transpose(-1, -2)) * 0.5;
   // d^2 = (x - y) VI (x - y)^T = a + b - 2 g with g = (x VI) . y, a = x VI x, b = y VI y,

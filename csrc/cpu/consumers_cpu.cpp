@@ -27,15 +27,13 @@ at::Tensor dense_impl(const Request& req) {
   engine::advise_huge_pages(out.data_ptr(), out.nbytes());
   auto src = make_sources<T>(req, req.spec.flipped);
   T* o = out.data_ptr<T>();
-  for_each_row_block<T>(src, [&](int64_t b, const TileSource<T>& s, int64_t r0, int64_t nr) {
+  for_each_tile<T>(src, [&](int64_t b, const TileSource<T>& s, int64_t r0, int64_t nr, int64_t c0, int64_t nc) {
+    T* dst = o + (b * rows + r0) * cols + c0;
+    if (s.writes_exact_columns()) return s.produce(r0, nr, c0, nc, dst, cols);
     const int64_t ld = s.col_block();
-    T* tile = s.writes_exact_columns() ? nullptr : scratch<T>(0, s.row_block() * ld);
-    for_each_col_block<T>(s, [&](int64_t c0, int64_t nc) {
-      T* dst = o + (b * rows + r0) * cols + c0;
-      if (!tile) return s.produce(r0, nr, c0, nc, dst, cols);
-      s.produce(r0, nr, c0, nc, tile, ld);
-      for (int64_t r = 0; r < nr; ++r) std::copy(tile + r * ld, tile + r * ld + nc, dst + r * cols);
-    });
+    T* tile = scratch<T>(0, s.row_block() * ld);
+    s.produce(r0, nr, c0, nc, tile, ld);
+    for (int64_t r = 0; r < nr; ++r) std::copy(tile + r * ld, tile + r * ld + nc, dst + r * cols);
   });
   return out;
 }

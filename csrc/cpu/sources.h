@@ -285,20 +285,11 @@ class InnerProductSource final : public TileSource<T> {
   void produce(int64_t r0, int64_t nr, int64_t c0, int64_t nc, T* out, int64_t ldo) const override {
     const int64_t d = this->dim_;
     engine::gemm_nt<T>(nr, nc, d, T(1), rowp_ + r0 * d, d, colp_ + c0 * d, d, T(0), out, ldo);
-    for (int64_t r = 0; r < nr; ++r) {
-      T* o = out + r * ldo;
-      const V a(rside_ ? rside_[r0 + r] : T(0));
-      for (int64_t c = 0; c < nc; c += L) {
-        const int64_t count = std::min<int64_t>(L, nc - c);
-        const V g = V::loadu(o + c, count);
-        const V b = cside_ ? V::loadu(cside_ + c0 + c, count) : V(T(0));
-        value(g, a, b).store(o + c, count);
-      }
-      if constexpr (math::fixes_self<M>()) {
-        const int64_t diag = r0 + r - c0;
-        if (symmetric_ && diag >= 0 && diag < nc) o[diag] = math::self_value<M>(T(0), s_);
-      }
-    }
+    const Scalars s = s_;  // a local copy stays in registers (see Scalars)
+    if (flipped_)
+      epilogue<true>(r0, nr, c0, nc, out, ldo, s);
+    else
+      epilogue<false>(r0, nr, c0, nc, out, ldo, s);
   }
 
   // Recompute G by GEMM, turn it in place into H = gup * df/dg, then
@@ -348,11 +339,34 @@ class InnerProductSource final : public TileSource<T> {
   }
 
  private:
-  inline V value(const V& g, const V& a, const V& b) const {
+  // The GEMM tile out[r][c] = g becomes the kernel's value in place.
+  template <bool Flipped>
+  void epilogue(int64_t r0, int64_t nr, int64_t c0, int64_t nc, T* out, int64_t ldo, const Scalars& s) const {
+    const int64_t full = nc / L * L;
+    const T* b = cside_ ? cside_ + c0 : nullptr;
+    for (int64_t r = 0; r < nr; ++r) {
+      T* o = out + r * ldo;
+      const V a(rside_ ? rside_[r0 + r] : T(0));
+      for (int64_t c = 0; c < full; c += L)
+        value<Flipped>(V::loadu(o + c), a, b ? V::loadu(b + c) : V(T(0)), s).store(o + c);
+      if (full < nc) {
+        const int64_t count = nc - full;
+        const V g = V::loadu(o + full, count);
+        value<Flipped>(g, a, b ? V::loadu(b + full, count) : V(T(0)), s).store(o + full, count);
+      }
+      if constexpr (math::fixes_self<M>()) {
+        const int64_t diag = r0 + r - c0;
+        if (symmetric_ && diag >= 0 && diag < nc) o[diag] = math::self_value<M>(T(0), s);
+      }
+    }
+  }
+
+  template <bool Flipped>
+  static inline V value(const V& g, const V& a, const V& b, const Scalars& s) {
     if constexpr (M::kDistanceBased) {
-      return M::h(at::vec::maximum(a + b - g - g, V(T(0))), s_);
+      return M::h(at::vec::maximum(a + b - g - g, V(T(0))), s);
     } else {
-      return flipped_ ? M::value(g, b, a, s_) : M::value(g, a, b, s_);
+      return Flipped ? M::value(g, b, a, s) : M::value(g, a, b, s);
     }
   }
 

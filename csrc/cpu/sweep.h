@@ -62,6 +62,25 @@ void for_each_row_block(const Sources<T>& src, const F& f) {
   });
 }
 
+// f(batch, source, r0, nr, c0, nc) for every tile, in parallel: for consumers whose tiles
+// are independent (the dense result). A 2000-row operand has only 8 row blocks of the
+// GEMM sources, fewer than the cores of a larger machine; its 32 tiles are not. Each thread
+// gets a contiguous run of tiles in row-major order, so it still reuses its row block.
+template <typename T, typename F>
+void for_each_tile(const Sources<T>& src, const F& f) {
+  if (src.empty() || src[0]->rows() == 0 || src[0]->cols() == 0) return;
+  const int64_t rows = src[0]->rows(), rb = src[0]->row_block();
+  const int64_t cols = src[0]->cols(), cb = src[0]->col_block();
+  const int64_t nrb = (rows + rb - 1) / rb, ncb = (cols + cb - 1) / cb;
+  const int64_t units = int64_t(src.size()) * nrb * ncb;
+  at::parallel_for(0, units, 1, [&](int64_t u0, int64_t u1) {
+    for (int64_t u = u0; u < u1; ++u) {
+      const int64_t b = u / (nrb * ncb), r0 = (u / ncb % nrb) * rb, c0 = (u % ncb) * cb;
+      f(b, *src[b], r0, std::min(rb, rows - r0), c0, std::min(cb, cols - c0));
+    }
+  });
+}
+
 template <typename T, typename F>
 void for_each_col_block(const TileSource<T>& s, const F& f) {
   const int64_t cols = s.cols(), cb = s.col_block();

@@ -46,10 +46,19 @@
 
 namespace tp::metrics {
 
-// The resolved scalar parameters of a kernel, in the order its catalog row declares.
+// The resolved scalar parameters of a kernel, in the order its catalog row declares. Held by
+// value: an engine copies them into a local before a tile loop, and a local whose address
+// never escapes is the only place the compiler may keep a parameter in a register across
+// Vectorized stores (those may alias any reachable memory).
 struct Scalars {
-  const double* values = nullptr;
+  // Every kernel declares at most 3 (kScalars); the ops check the count before any engine runs.
+  static constexpr int64_t kMax = 8;
+  double values[kMax] = {};
   int64_t size = 0;
+  Scalars() = default;
+  Scalars(const double* from, int64_t n) : size(n < kMax ? n : kMax) {
+    for (int64_t i = 0; i < size; ++i) values[i] = from[i];
+  }
   double operator[](int64_t i) const { return values[i]; }
 };
 

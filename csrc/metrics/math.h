@@ -84,8 +84,37 @@ inline at::Tensor log1p(const at::Tensor& x) { return x.log1p(); }
 
 template <class T, std::enable_if_t<std::is_floating_point_v<T>, int> = 0>
 inline T tanh(T x) { return std::tanh(x); }
+// float vectors: Sleef's 1-ulp tanhf works in double-float arithmetic and cost the sigmoid
+// kernel four times its GEMM. Instead tanh(x) = x P(x^2) / Q(x^2) on x clamped to [-10, 10]
+// (beyond, tanh is 1 in float), P of degree 6 and Q of degree 3 fitted to the relative error
+// on [0, 10] (iterated weighted least squares): relative error < 3 float32 eps on the whole
+// float range (tests/test_vector_math.py, against numpy's double tanh, every ISA). The result
+// is clamped to [-1, 1] (the fit overshoots 1 by an ulp near the end). Odd, so -0 stays -0;
+// ATen's clamp passes NaN on. ~5x the speed of Sleef's tanhf (AVX-512 here: ~11 ns against
+// ~50 ns per 16 lanes). double keeps Sleef's tanh (its callers want ~1e-16).
 template <class T>
-inline Vec<T> tanh(const Vec<T>& x) { return x.tanh(); }
+inline Vec<T> tanh(const Vec<T>& x) {
+  if constexpr (std::is_same_v<T, float>) {
+    using V = Vec<float>;
+    const V one(1.0f);
+    const V xc = at::vec::clamp(x, V(-10.0f), V(10.0f));
+    const V t = xc * xc;
+    V p(-6.211992075378022e-14f);
+    p = at::vec::fmadd(p, t, V(4.344687095596419e-11f));
+    p = at::vec::fmadd(p, t, V(-1.8204179487794217e-08f));
+    p = at::vec::fmadd(p, t, V(1.0641406030053906e-05f));
+    p = at::vec::fmadd(p, t, V(0.0030541691489088646f));
+    p = at::vec::fmadd(p, t, V(0.13039239395345567f));
+    p = at::vec::fmadd(p, t, V(0.9999999804131563f));
+    V q(0.0002474073943192065f);
+    q = at::vec::fmadd(q, t, V(0.02429627403175079f));
+    q = at::vec::fmadd(q, t, V(0.4637255552014207f));
+    q = at::vec::fmadd(q, t, one);
+    return at::vec::clamp(xc * p / q, V(-1.0f), one);
+  } else {
+    return x.tanh();
+  }
+}
 inline at::Tensor tanh(const at::Tensor& x) { return x.tanh(); }
 
 template <class T, std::enable_if_t<std::is_floating_point_v<T>, int> = 0>

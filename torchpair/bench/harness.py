@@ -42,8 +42,16 @@ def timeit(fn, repeat: int = 5, warmup: int = 1, budget_s: float | None = None) 
     return times
 
 
+#: Pause before each implementation is timed. BLAS worker threads busy-wait after a call
+#: (numpy's OpenBLAS for ~0.1 s): on a 2-core machine the next implementation timed would
+#: share its cores with them, so whichever row follows a numpy/sklearn anchor looked slower
+#: (tp.pairwise linear, 2000 x 2000 x 32: 8.1 ms right after a numpy GEMM, 2.5 ms 0.3 s later).
+SETTLE_S = 0.3
+
+
 def run(workload: str, impl: str, fn, repeat=5, warmup=1, budget_s=None, size=None) -> Result:
     """Times fn; an anchor that fails is reported in the result's note, never hidden."""
+    time.sleep(SETTLE_S)
     try:
         times = timeit(fn, repeat=repeat, warmup=warmup, budget_s=budget_s)
         return Result(workload, impl, statistics.median(times), times, size=size)
