@@ -7,7 +7,8 @@ For every sklearn kernel (and the GP kernels): torchpair `tp.pairwise`, sklearn
 rational_quadratic, which have no n_jobs), and the torch formula most users write (GEMM-based
 where one exists, broadcasting `(x[:, None] - y[None])` otherwise). Also the machine's
 float32 GEMM (`X @ Y.T`, the same N x M x D product) and each inner-product kernel's time
-relative to it ("x GEMM", target at most 2x). Kernels have no scipy implementation: sklearn is
+relative to it ("x GEMM", target at most 2x; the GEMM-family kernels, their torch formula and
+the GEMM are timed in alternating rounds, so the ratios share the machine's noise). Kernels have no scipy implementation: sklearn is
 the reference library of the ">= 3x" target. Medians of repeats, all in one process.
 """
 from __future__ import annotations
@@ -20,8 +21,8 @@ import numpy as np
 import torch
 
 sys.path.insert(0, os.path.dirname(__file__))
-from _harness import machine, run, save, table  # noqa: E402
-from bench_catalog import gemm_table, targets  # noqa: E402
+from _harness import machine, run, run_interleaved, save, table  # noqa: E402
+from bench_catalog import GEMM_IMPL, gemm_table, targets  # noqa: E402
 
 import torchpair as tp  # noqa: E402
 
@@ -93,8 +94,14 @@ def main():
         x, y = (Xp, Yp) if "chi2" in metric else (X, Y)
         xn, yn = x.numpy(), y.numpy()
         w = f"{metric} N=M={n} D={d} float32"
-        results.append(run(w, "torchpair", lambda: tp.pairwise(x, y, metric), args.repeat))
-        results.append(run(w, "torch formula", lambda: formulas[metric](x, y), args.repeat))
+        ours = lambda: tp.pairwise(x, y, metric)  # noqa: E731
+        formula = lambda: formulas[metric](x, y)  # noqa: E731
+        if metric in GEMM_KERNELS:  # in rounds with the torch formula and the same-shape GEMM
+            results.extend(run_interleaved(w, {"torchpair": ours, "torch formula": formula, GEMM_IMPL: lambda: x @ y.T},
+                                           args.repeat * 2))
+        else:
+            results.append(run(w, "torchpair", ours, args.repeat))
+            results.append(run(w, "torch formula", formula, args.repeat))
         results.append(run(w, "sklearn", sklearn_call(metric, xn, yn), max(1, args.repeat // 2), budget_s=60))
     print(f"# kernels, {machine()}")
     print(table(results))

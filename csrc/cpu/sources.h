@@ -281,10 +281,12 @@ class InnerProductSource final : public TileSource<T> {
   }
 
   bool writes_exact_columns() const override { return true; }
+  bool is_plain_product() const override { return math::plain_product<M>(); }
 
   void produce(int64_t r0, int64_t nr, int64_t c0, int64_t nc, T* out, int64_t ldo) const override {
     const int64_t d = this->dim_;
     engine::gemm_nt<T>(nr, nc, d, T(1), rowp_ + r0 * d, d, colp_ + c0 * d, d, T(0), out, ldo);
+    if constexpr (math::plain_product<M>()) return;
     const Scalars s = s_;  // a local copy stays in registers (see Scalars)
     if (flipped_)
       epilogue<true>(r0, nr, c0, nc, out, ldo, s);

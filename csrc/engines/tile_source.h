@@ -51,6 +51,9 @@ class TileSource {
   // produce() writes exactly columns [0, nc) of each row (so it may write into a larger
   // matrix in place); otherwise it may also write scratch values up to col_block().
   virtual bool writes_exact_columns() const { return false; }
+  // K is exactly rows . cols^T (no epilogue, no side features): produce() then takes a block
+  // of any size, so a dense consumer computes the whole result with one (multi-threaded) GEMM.
+  virtual bool is_plain_product() const { return false; }
 
   // out[r * ldo + c], r < nr, c < nc: K(r0 + r, c0 + c). Columns c in [nc, ldo) may be
   // overwritten with scratch values.

@@ -35,6 +35,8 @@
 // with (see fixes_self / self_value in metrics/math.h)
 //     static constexpr bool kExactSelf = true;
 //     template <class V> static V self_value(const V& like, const Scalars&);
+// A kernel whose value is g itself (linear) declares kPlainProduct = true: the GEMM is the
+// result, with no epilogue, and a dense result is one GEMM (plain_product in math.h).
 //
 // Boolean family (metrics/boolean.h; not differentiable): value = f(TT, TF, FT, FF), the
 // counts of (x_k, y_k) = (T, T), (T, F), (F, T), (F, F) (nonzero = True), produced by the

@@ -22,6 +22,7 @@ using math::operator/;
 struct LinearGemm {
   static constexpr int kScalars = 0;
   static constexpr bool kDistanceBased = false, kSingularAtZero = false;
+  static constexpr bool kPlainProduct = true;  // value = g: the GEMM is the result
   template <class V> static V value(const V& g, const V&, const V&, const Scalars&) { return g; }
   template <class V>
   static void grad(const V& g, const V&, const V&, const V&, V& fg, V& fa, V& fb, const Scalars&) {

@@ -234,6 +234,15 @@ template <class M>
 constexpr bool fixes_self() {
   return M::kDistanceBased || declares_exact_self<M>::value;
 }
+// Whether kernel M's value is the GEMM product itself (kPlainProduct, kernel_traits.h).
+template <class M, class = void>
+struct declares_plain_product : std::false_type {};
+template <class M>
+struct declares_plain_product<M, std::void_t<decltype(M::kPlainProduct)>> : std::bool_constant<M::kPlainProduct> {};
+template <class M>
+constexpr bool plain_product() {
+  return declares_plain_product<M>::value;
+}
 template <class M, class V, class S>
 inline V self_value(const V& like, const S& s) {
   if constexpr (M::kDistanceBased)

@@ -26,10 +26,23 @@ class Result:
     size: int | None = None
 
 
+#: Warm-up time before an implementation is timed (at least `warmup` calls, more until this
+#: much time has passed). Two effects made whichever row came first after another look slow:
+#: BLAS worker threads busy-wait after a call (numpy's OpenBLAS for ~0.1 s), sharing a 2-core
+#: machine with the next implementation (tp.pairwise linear, 2000 x 2000 x 32: 8.1 ms right
+#: after a numpy GEMM, 2.5 ms later); and an idle virtual CPU takes a while to get back to full
+#: speed (the first calls after a pause ran 2-5x slower than the rest).
+WARMUP_S = 0.3
+
+
 def timeit(fn, repeat: int = 5, warmup: int = 1, budget_s: float | None = None) -> list[float]:
-    """Wall times of `repeat` calls after `warmup` calls (stops early past budget_s)."""
-    for _ in range(warmup):
+    """Wall times of `repeat` calls after a warm-up of `warmup` calls and at least WARMUP_S
+    seconds (stops early past budget_s)."""
+    start = time.perf_counter()
+    calls = 0
+    while calls < warmup or (time.perf_counter() - start < WARMUP_S and calls < 100):
         fn()
+        calls += 1
     times = []
     start = time.perf_counter()
     for _ in range(repeat):
@@ -42,21 +55,34 @@ def timeit(fn, repeat: int = 5, warmup: int = 1, budget_s: float | None = None) 
     return times
 
 
-#: Pause before each implementation is timed. BLAS worker threads busy-wait after a call
-#: (numpy's OpenBLAS for ~0.1 s): on a 2-core machine the next implementation timed would
-#: share its cores with them, so whichever row follows a numpy/sklearn anchor looked slower
-#: (tp.pairwise linear, 2000 x 2000 x 32: 8.1 ms right after a numpy GEMM, 2.5 ms 0.3 s later).
-SETTLE_S = 0.3
-
-
 def run(workload: str, impl: str, fn, repeat=5, warmup=1, budget_s=None, size=None) -> Result:
     """Times fn; an anchor that fails is reported in the result's note, never hidden."""
-    time.sleep(SETTLE_S)
     try:
         times = timeit(fn, repeat=repeat, warmup=warmup, budget_s=budget_s)
         return Result(workload, impl, statistics.median(times), times, size=size)
     except Exception as exc:  # noqa: BLE001 - reported, not swallowed
         return Result(workload, impl, None, [], note=f"failed: {type(exc).__name__}: {exc}"[:200], size=size)
+
+
+def run_interleaved(workload: str, fns: dict, repeat=5, warmup=1, size=None) -> list[Result]:
+    """Times several implementations of one workload in rounds (one call of each per round),
+    so a slow stretch of a noisy machine hits all of them alike; their ratios are what the
+    x-GEMM targets compare. Use for implementations on torch's thread pool only: a numpy
+    anchor's busy-waiting BLAS threads would slow the call after it (see WARMUP_S)."""
+    try:
+        for fn in fns.values():
+            timeit(fn, repeat=0, warmup=warmup)
+        times = {name: [] for name in fns}
+        for _ in range(repeat):
+            for name, fn in fns.items():
+                gc.collect()
+                t = time.perf_counter()
+                fn()
+                times[name].append(time.perf_counter() - t)
+        return [Result(workload, name, statistics.median(ts), ts, size=size) for name, ts in times.items()]
+    except Exception as exc:  # noqa: BLE001 - reported, not swallowed
+        note = f"failed: {type(exc).__name__}: {exc}"[:200]
+        return [Result(workload, name, None, [], note=note, size=size) for name in fns]
 
 
 def machine() -> str:
