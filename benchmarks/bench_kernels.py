@@ -8,8 +8,9 @@ rational_quadratic, which have no n_jobs), and the torch formula most users writ
 where one exists, broadcasting `(x[:, None] - y[None])` otherwise). Also the machine's
 float32 GEMM (`X @ Y.T`, the same N x M x D product) and each inner-product kernel's time
 relative to it ("x GEMM", target at most 2x; the GEMM-family kernels, their torch formula and
-the GEMM are timed in alternating rounds, so the ratios share the machine's noise). Kernels have no scipy implementation: sklearn is
-the reference library of the ">= 3x" target. Medians of repeats, all in one process.
+the GEMM are timed in alternating rounds, so the ratios share the machine's noise). Kernels
+have no scipy implementation: sklearn is the reference library of the ">= 3x" target. Medians
+of repeats, all in one process.
 """
 from __future__ import annotations
 

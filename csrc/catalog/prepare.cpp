@@ -89,7 +89,7 @@ void row_mean_loop(const T* ref, T* ctr, int64_t B, int64_t n, int64_t d) {
   });
 }
 
-// xc = x - ctr (per batch element), sq[b, r] = |xc[b, r]|^2.
+// xc = x - ctr (per batch element) and, when sq is given, sq[b, r] = |xc[b, r]|^2.
 template <typename T>
 void centre_loop(const T* x, const T* ctr, T* xc, T* sq, int64_t B, int64_t n, int64_t d) {
   at::parallel_for(0, B * n, row_grain(d), [&](int64_t r0, int64_t r1) {
@@ -97,7 +97,7 @@ void centre_loop(const T* x, const T* ctr, T* xc, T* sq, int64_t B, int64_t n, i
       const T* c = ctr + (r / std::max<int64_t>(n, 1)) * d;
       T* out = xc + r * d;
       for (int64_t k = 0; k < d; ++k) out[k] = x[r * d + k] - c[k];
-      sq[r] = T(row_sum(d, [&](int64_t k) { return double(out[k]) * double(out[k]); }));
+      if (sq) sq[r] = T(row_sum(d, [&](int64_t k) { return double(out[k]) * double(out[k]); }));
     }
   });
 }
@@ -185,13 +185,13 @@ std::optional<Prepared> mahalanobis_native(const Inputs& in, const at::Tensor& V
       const T* cy = ctr_y.data_ptr<T>();
       for (int64_t i = 0; i < B * d; ++i) c[i] = T((double(c[i]) * n + double(cy[i]) * m) / double(n + m));
     }
-    at::Tensor xc = at::empty_like(in.x), xs = at::empty({B, n}, opts);
-    centre_loop<T>(in.x.data_ptr<T>(), ctr.data_ptr<T>(), xc.data_ptr<T>(), xs.data_ptr<T>(), B, n, d);
+    // (no squared norms: the quadratic forms below replace them)
+    at::Tensor xc = at::empty_like(in.x);
+    centre_loop<T>(in.x.data_ptr<T>(), ctr.data_ptr<T>(), xc.data_ptr<T>(), nullptr, B, n, d);
     at::Tensor yc = xc;
     if (!in.symmetric) {
       yc = at::empty_like(y);
-      at::Tensor ys = at::empty({B, m}, opts);
-      centre_loop<T>(y.data_ptr<T>(), ctr.data_ptr<T>(), yc.data_ptr<T>(), ys.data_ptr<T>(), B, m, d);
+      centre_loop<T>(y.data_ptr<T>(), ctr.data_ptr<T>(), yc.data_ptr<T>(), nullptr, B, m, d);
     }
     at::Tensor VI;
     if (VI_given.defined()) {

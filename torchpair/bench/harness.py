@@ -35,6 +35,14 @@ class Result:
 WARMUP_S = 0.3
 
 
+def _timed_call(fn) -> float:
+    """Wall time of one call, after collecting the previous calls' garbage."""
+    gc.collect()
+    t = time.perf_counter()
+    fn()
+    return time.perf_counter() - t
+
+
 def timeit(fn, repeat: int = 5, warmup: int = 1, budget_s: float | None = None) -> list[float]:
     """Wall times of `repeat` calls after a warm-up of `warmup` calls and at least WARMUP_S
     seconds (stops early past budget_s)."""
@@ -46,10 +54,7 @@ def timeit(fn, repeat: int = 5, warmup: int = 1, budget_s: float | None = None) 
     times = []
     start = time.perf_counter()
     for _ in range(repeat):
-        gc.collect()
-        t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
+        times.append(_timed_call(fn))
         if budget_s is not None and time.perf_counter() - start > budget_s:
             break
     return times
@@ -75,10 +80,7 @@ def run_interleaved(workload: str, fns: dict, repeat=5, warmup=1, size=None) -> 
         times = {name: [] for name in fns}
         for _ in range(repeat):
             for name, fn in fns.items():
-                gc.collect()
-                t = time.perf_counter()
-                fn()
-                times[name].append(time.perf_counter() - t)
+                times[name].append(_timed_call(fn))
         return [Result(workload, name, statistics.median(ts), ts, size=size) for name, ts in times.items()]
     except Exception as exc:  # noqa: BLE001 - reported, not swallowed
         note = f"failed: {type(exc).__name__}: {exc}"[:200]
