@@ -331,6 +331,8 @@ at::Tensor inverse_row_norms(const at::Tensor& x) {
   return at::where(pos, at::reciprocal(at::where(pos, norm, at::ones_like(norm))), at::zeros_like(norm));
 }
 
+at::Tensor normalized_rows(const at::Tensor& x) { return x * inverse_row_norms(x).unsqueeze(-1); }
+
 Prepared prepare_euclidean(const Inputs& in, const ComparisonOptions&) { return distance_family(in, "euclidean", {}); }
 
 Prepared prepare_sqeuclidean(const Inputs& in, const ComparisonOptions&) {

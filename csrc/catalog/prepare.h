@@ -22,8 +22,10 @@ double float_param(const std::optional<double>& value, double fallback, const ch
 Prepared distance_family(const Inputs& in, const std::string& base, std::vector<double> scalars);
 
 // 1 / |x| per row ([..., n] from [..., n, D]), 0 for a row of norm 0 (gradient 0 there): the
-// side features of the cosine kernels, one pass over the operand.
+// side features of the cosine kernel, one pass over the operand.
 at::Tensor inverse_row_norms(const at::Tensor& x);
+// x / |x| per row; rows of norm 0 (or a non-finite norm) are scaled by 0, as sklearn's normalize.
+at::Tensor normalized_rows(const at::Tensor& x);
 // x minus its row means (correlation's centring), natively where no gradient can flow.
 at::Tensor centred_rows(const at::Tensor& x);
 

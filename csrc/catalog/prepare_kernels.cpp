@@ -95,12 +95,12 @@ Prepared prepare_linear(const Inputs& in, const ComparisonOptions&) {
 }
 
 Prepared prepare_cosine_similarity(const Inputs& in, const ComparisonOptions&) {
-  // x.y / (|x| |y|), the normalisation folded into the kernel's epilogue (side features
-  // 1 / |row|, 0 for a zero row as sklearn's normalize leaves it).
-  Prepared p = direct_call(in, "cosine_similarity_gemm", {});
-  p.a = inverse_row_norms(in.x);
-  p.b = in.symmetric ? p.a : inverse_row_norms(in.y);
-  return p;
+  // sklearn's normalize(X) @ normalize(Y).T: normalised copies of the operands (N x D; a
+  // row of norm 0 stays 0) and the plain product, so a dense result is one multi-threaded
+  // GEMM, as the torch formula. The gradient flows through the normalisation (autograd of
+  // the ATen form when an operand requires grad): 0 for a zero row.
+  const at::Tensor x = normalized_rows(in.x);
+  return gemm_call(in, x, in.symmetric ? x : normalized_rows(in.y), "linear_gemm", {});
 }
 
 Prepared prepare_polynomial(const Inputs& in, const ComparisonOptions& o) {

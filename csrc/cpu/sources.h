@@ -363,10 +363,16 @@ class InnerProductSource final : public TileSource<T> {
     }
   }
 
+  // d2 = max(a + b - 2g, 0): one fused multiply-add; clamp_min (vmaxps with the value
+  // second) passes NaN on in one instruction where at::vec::maximum needs three.
+  static inline V squared_distance(const V& g, const V& a, const V& b) {
+    return at::vec::clamp_min(at::vec::fnmadd(g, V(T(2)), a + b), V(T(0)));
+  }
+
   template <bool Flipped>
   static inline V value(const V& g, const V& a, const V& b, const Scalars& s) {
     if constexpr (M::kDistanceBased) {
-      return M::h(at::vec::maximum(a + b - g - g, V(T(0))), s);
+      return M::h(squared_distance(g, a, b), s);
     } else {
       return Flipped ? M::value(g, b, a, s) : M::value(g, a, b, s);
     }
@@ -375,9 +381,9 @@ class InnerProductSource final : public TileSource<T> {
   // value, d value / d g, and d value / d (row side feature), d value / d (column side)
   inline void derivatives(const V& g, const V& a, const V& b, V& val, V& fg, V& frow, V& fcol) const {
     if constexpr (M::kDistanceBased) {
-      const V raw = a + b - g - g;
+      const V raw = at::vec::fnmadd(g, V(T(2)), a + b);
       const V zero(T(0));
-      const V d2 = at::vec::maximum(raw, zero);
+      const V d2 = at::vec::clamp_min(raw, zero);  // as squared_distance, keeping raw
       val = M::h(d2, s_);
       V dh = M::dh(d2, val, s_);
       // Below the rounding floor of the GEMM form, d2 is noise: a sqrt-like h would turn it

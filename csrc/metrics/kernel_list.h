@@ -33,8 +33,7 @@
   _(sigmoid_gemm, SigmoidGemm)             \
   _(matern_gemm, MaternGemm)               \
   _(rational_quadratic_gemm, RationalQuadraticGemm) \
-  _(cosine_gemm, CosineGemm)               \
-  _(cosine_similarity_gemm, CosineSimilarityGemm)
+  _(cosine_gemm, CosineGemm)
 
 // Boolean family (metrics/boolean.h): one formula over the counts (TT, TF, FT, FF).
 // packed_*: bit-packed operands (int64 words, 64 features each), counted by popcount; one

@@ -32,21 +32,6 @@ struct LinearGemm {
   }
 };
 
-// sklearn's cosine_similarity: g a b with side features the inverse row norms a = 1 / |x|,
-// b = 1 / |y| (0 for a zero row: 0 against everything, as sklearn's normalize), folded into
-// the GEMM tile's epilogue.
-struct CosineSimilarityGemm {
-  static constexpr int kScalars = 0;
-  static constexpr bool kDistanceBased = false, kSingularAtZero = false;
-  template <class V> static V value(const V& g, const V& a, const V& b, const Scalars&) { return g * a * b; }
-  template <class V>
-  static void grad(const V& g, const V& a, const V& b, const V&, V& fg, V& fa, V& fb, const Scalars&) {
-    fg = a * b;
-    fa = g * b;
-    fb = g * a;
-  }
-};
-
 // (gamma x.y + coef0)^degree; scalars: [gamma, coef0, degree]. Integer degrees (sklearn's
 // default 3) are computed by repeated squaring: exact for negative bases and much cheaper
 // than pow; other degrees by pow (NaN for a negative base, as numpy's float power).
