@@ -93,11 +93,19 @@ def _ipow(base, n: int):
 
 def _pow(base, exponent: float):
     """base ** exponent: Pow (exact, any sign) for integers, else exp(p log b), with 0 at a zero
-    base (value and derivative; the derivative of exp(p log b) is NaN at 0)."""
+    base (value and derivative; the derivative of exp(p log b) is NaN at 0) and NaN for a
+    negative one (numpy's float power).
+
+    The zero base is masked arithmetically, not by IfElse: base may be a vector, and KeOps
+    differentiates IfElse(f, a, b) into IfElse(f, a', b'), whose derivatives have the
+    differentiation variable's dimension. Against a variable of another dimension than f
+    (V in K @ V) that IfElse is rejected ("dimensions are not compatible for
+    VectorizedScalarOp"); Step differentiates to a plain zero."""
     n = _int_power(exponent)
     if n is not None:
         return _ipow(base, n)
-    return (-base).ifelse(0 * base, _powf(base, exponent))
+    zero = (-base).step() * base.step()  # 1 exactly where base == 0
+    return (1 - zero) * _powf(base + zero, exponent)  # log(1) = 0 there: finite, masked
 
 
 def _normalize_rows(t: torch.Tensor) -> torch.Tensor:
