@@ -1,5 +1,5 @@
-"""The vectorised float32 math the kernels use in place of ATen's (csrc/metrics/math.h), tanh
-and exp, checked against numpy's float64 functions over the whole float range, in every CPU
+"""The vectorised float32 math the kernels use in place of ATen's (csrc/metrics/math.h), tanh,
+exp and sqrt, checked against numpy's float64 functions over the whole float range, in every CPU
 capability the engines are compiled for (each in a fresh process)."""
 import os
 import subprocess
@@ -62,6 +62,31 @@ EXP_CHECK = textwrap.dedent("""
 """)
 
 
+# euclidean with D = 1 and y = [[0]] is sqrt(fl(x * x)): numpy's float32 product gives the
+# kernel's exact argument, so the output is the vector sqrt of a known float. The grid spans
+# subnormal to near-overflow arguments, plus the exact points (0, inf) the conventions fix.
+SQRT_CHECK = textwrap.dedent("""
+    import numpy as np, torch, torchpair as tp
+    f32 = np.float32
+    d2 = np.concatenate([
+        np.logspace(-45, 38.4, 400001).astype(f32), np.linspace(0, 100, 200001, dtype=f32),
+        np.array([0.0, np.finfo(f32).tiny, 2 * np.finfo(f32).tiny, 1.0, 4.0, 1e38], dtype=f32),
+    ])
+    x = np.sqrt(d2.astype(np.float64)).astype(f32)
+    arg = (x * x).astype(f32)
+    got = tp.pairwise(torch.from_numpy(x)[:, None], torch.zeros(1, 1), "euclidean")[:, 0].double().numpy()
+    want = np.sqrt(arg.astype(np.float64))
+    scale = np.maximum(want * np.finfo(f32).eps, np.finfo(f32).smallest_subnormal)
+    err = np.abs(got - want) / scale
+    assert got[x == 0][0] == 0.0, "sqrt(0) must be exactly 0"
+    exact = (arg == 1.0) | (arg == 4.0)
+    assert np.all(got[exact] == want[exact]), "sqrt of a perfect square must be exact"
+    special = tp.pairwise(torch.tensor([[float("inf")], [float("nan")]]), torch.zeros(1, 1), "euclidean")[:, 0]
+    assert special[0] == float("inf") and torch.isnan(special[1])
+    print("max-eps", float(err.max()), torch.backends.cpu.get_cpu_capability())
+""")
+
+
 def _capabilities():
     best = torch.backends.cpu.get_cpu_capability()
     order = ["DEFAULT", "AVX2", "AVX512"]
@@ -100,3 +125,12 @@ def test_float_exp_within_2_eps(capability):
     # (DEFAULT: std::exp per lane); ATen's exp_u20 (the AVX paths before) flushed every
     # result below 1.2e-38 to 0
     assert _max_eps(EXP_CHECK, capability) <= 2.0
+
+
+@pytest.mark.parametrize("capability", _capabilities())
+def test_float_sqrt_within_1_eps(capability):
+    # measured: 0.49 eps on every ISA, i.e. correctly rounded on the whole grid (AVX512 and
+    # AVX2: estimate, Newton step and FMA residual correction; DEFAULT: std::sqrt per lane).
+    # One Newton step without the correction measured 0.77 (AVX512) and 1.62 eps (AVX2) and
+    # missed perfect squares.
+    assert _max_eps(SQRT_CHECK, capability) <= 1.0
