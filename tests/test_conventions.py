@@ -129,6 +129,38 @@ def test_mahalanobis_singular_covariance():
 
 @pytest.mark.parametrize("dtype", [torch.float32, F64])
 @pytest.mark.parametrize("requires_grad", [False, True])  # native preparation / ATen composition
+def test_mahalanobis_near_singular_covariance_is_pseudo_inverted(dtype, requires_grad):
+    """A positive definite covariance with an eigenvalue under the pseudo-inverse's cutoff
+    (eps * D times the largest) has that direction dropped, as numpy's pinv with that cutoff
+    does, not inverted. The rows are columns of a Hadamard matrix (the third scaled by a power
+    of two), so the covariance is exactly diagonal in both dtypes: its Cholesky factorisation
+    succeeds, and only the native path's certificate stops the inverse being used. A
+    well-conditioned covariance gives scipy's default, its inverse."""
+    h = np.array([[1.0]])
+    for _ in range(3):
+        h = np.block([[h, h], [h, -h]])
+    z = h[:, 1:4].copy()  # 8 rows, 3 orthogonal zero-mean columns: cov = diag(8/7, 8/7, 8/7 s^2)
+    eps = np.finfo(np.float32 if dtype == torch.float32 else np.float64).eps
+    z[:, 2] *= 2.0 ** (-12 if dtype == torch.float32 else -26)  # s^2 < eps * D
+    cov = np.cov(z.T)
+    assert np.count_nonzero(cov - np.diag(np.diag(cov))) == 0 and cov[2, 2] < eps * 3 * cov[0, 0]
+    x, y = torch.from_numpy(z[:4]), torch.from_numpy(z[4:])
+    ref = ssd.cdist(z[:4], z[4:], "mahalanobis", VI=np.linalg.pinv(cov, rcond=eps * 3, hermitian=True))
+    inv_ref = ssd.cdist(z[:4], z[4:], "mahalanobis", VI=np.linalg.inv(cov))
+    assert not np.allclose(inv_ref, ref, rtol=0.1)
+    out = tp.pairwise(x.to(dtype).requires_grad_(requires_grad), y.to(dtype), "mahalanobis").detach()
+    tol = 1e-5 if dtype == torch.float32 else 1e-10
+    torch.testing.assert_close(out.double(), torch.from_numpy(ref), rtol=tol, atol=tol)
+    # well-conditioned: scipy's default VI (np.linalg.inv of the covariance)
+    g = torch.Generator().manual_seed(3)
+    x2, y2 = torch.randn(40, 6, dtype=F64, generator=g), torch.randn(30, 6, dtype=F64, generator=g)
+    ref2 = ssd.cdist(x2.numpy(), y2.numpy(), "mahalanobis")
+    out2 = tp.pairwise(x2.to(dtype).requires_grad_(requires_grad), y2.to(dtype), "mahalanobis").detach()
+    torch.testing.assert_close(out2.double(), torch.from_numpy(ref2), rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, F64])
+@pytest.mark.parametrize("requires_grad", [False, True])  # native preparation / ATen composition
 @pytest.mark.parametrize("bad", [float("nan"), float("inf")])
 def test_mahalanobis_non_finite_data_gives_nan(dtype, requires_grad, bad):
     """A NaN or inf anywhere in the stacked rows makes the covariance, hence VI, non-finite:
