@@ -60,22 +60,26 @@ inline T sqrt(T x) { return std::sqrt(x); }
 // Newton step on s and h = 1/(2s) (error quadratic in the estimate's: ~23 bits), then the
 // residual x - s^2, exact by FMA, corrects s once more (Markstein): correctly rounded but
 // for rare last-bit ties, perfect squares exact (tests/test_vector_math.py). About a third of
-// vsqrtps' cost. Where that form is not the root (0,
-// subnormal or negative arguments, inf) the whole vector takes vsqrtps instead: exact at the
-// points the conventions fix (sqrt(0) = 0) and rare elsewhere. NaN passes through both.
+// vsqrtps' cost. Where that form is not the root (0, subnormal or negative arguments, inf)
+// the whole vector takes vsqrtps instead: exact at the points the conventions fix
+// (sqrt(0) = 0) and rare elsewhere. NaN passes through both.
+#if defined(CPU_CAPABILITY_AVX512) || defined(CPU_CAPABILITY_AVX2)
+// sqrt(x) from an estimate y of 1/sqrt(x), for x normal and finite.
+inline Vec<float> sqrt_from_rsqrt_estimate(const Vec<float>& x, const Vec<float>& y) {
+  const Vec<float> half(0.5f);
+  const Vec<float> s0 = x * y, h0 = y * half;
+  const Vec<float> r = at::vec::fnmadd(s0, h0, half);
+  const Vec<float> s1 = at::vec::fmadd(s0, r, s0), h1 = at::vec::fmadd(h0, r, h0);
+  return at::vec::fmadd(at::vec::fnmadd(s1, s1, x), h1, s1);
+}
+#endif
 #if defined(CPU_CAPABILITY_AVX512)
 inline Vec<float> sqrt_float(const Vec<float>& v) {
   const __m512 x = v;
   const __mmask16 special = _mm512_cmp_ps_mask(x, _mm512_set1_ps(std::numeric_limits<float>::min()), _CMP_LT_OQ) |
                             _mm512_cmp_ps_mask(x, _mm512_set1_ps(std::numeric_limits<float>::infinity()), _CMP_EQ_OQ);
   if (special) return _mm512_sqrt_ps(x);
-  const __m512 y = _mm512_rsqrt14_ps(x);
-  const __m512 s0 = _mm512_mul_ps(x, y);
-  const __m512 h0 = _mm512_mul_ps(y, _mm512_set1_ps(0.5f));
-  const __m512 r = _mm512_fnmadd_ps(s0, h0, _mm512_set1_ps(0.5f));
-  const __m512 s1 = _mm512_fmadd_ps(s0, r, s0);
-  const __m512 h1 = _mm512_fmadd_ps(h0, r, h0);
-  return _mm512_fmadd_ps(_mm512_fnmadd_ps(s1, s1, x), h1, s1);
+  return sqrt_from_rsqrt_estimate(v, Vec<float>(_mm512_rsqrt14_ps(x)));
 }
 #elif defined(CPU_CAPABILITY_AVX2)
 inline Vec<float> sqrt_float(const Vec<float>& v) {
@@ -83,13 +87,7 @@ inline Vec<float> sqrt_float(const Vec<float>& v) {
   const __m256 special = _mm256_or_ps(_mm256_cmp_ps(x, _mm256_set1_ps(std::numeric_limits<float>::min()), _CMP_LT_OQ),
                                       _mm256_cmp_ps(x, _mm256_set1_ps(std::numeric_limits<float>::infinity()), _CMP_EQ_OQ));
   if (_mm256_movemask_ps(special)) return _mm256_sqrt_ps(x);
-  const __m256 y = _mm256_rsqrt_ps(x);
-  const __m256 s0 = _mm256_mul_ps(x, y);
-  const __m256 h0 = _mm256_mul_ps(y, _mm256_set1_ps(0.5f));
-  const __m256 r = _mm256_fnmadd_ps(s0, h0, _mm256_set1_ps(0.5f));
-  const __m256 s1 = _mm256_fmadd_ps(s0, r, s0);
-  const __m256 h1 = _mm256_fmadd_ps(h0, r, h0);
-  return _mm256_fmadd_ps(_mm256_fnmadd_ps(s1, s1, x), h1, s1);
+  return sqrt_from_rsqrt_estimate(v, Vec<float>(_mm256_rsqrt_ps(x)));
 }
 #endif
 template <class T>
