@@ -143,9 +143,7 @@ std::optional<Prepared> centred_native(const Inputs& in) {
   });
   return p;
 }
-}  // namespace
 
-namespace {
 // inv(A) of a symmetric d x d matrix (row-major, double) by Cholesky, when that inverse is
 // provably the pseudo-inverse covariance_pinv would give; false otherwise (not positive
 // definite, non-finite, or an eigenvalue possibly under the pseudo-inverse's cutoff
@@ -193,6 +191,10 @@ bool cholesky_inverse(std::vector<double>& A, int64_t d, double rtol) {
     }
   return std::isfinite(frob2) && std::sqrt(frob2) * trace * rtol < 0.25;
 }
+
+// Above this many features the O(d^3) scalar Cholesky inverse is no longer negligible next
+// to LAPACK's blocked eigendecomposition.
+constexpr int64_t kCholeskyMaxFeatures = 256;
 }  // namespace
 
 at::Tensor covariance_pinv(const at::Tensor& cov) {
@@ -207,10 +209,6 @@ at::Tensor covariance_pinv(const at::Tensor& cov) {
 // rows by GEMM (unless VI is given), its pseudo-inverse, symmetrised, and x.VI with the
 // quadratic forms a = (x VI) . x, b = (y VI) . y. One ATen op (the pseudo-inverse) instead
 // of ~18; the ATen composition in prepare_mahalanobis serves every other case.
-// Above this many features the O(d^3) scalar Cholesky inverse is no longer negligible next
-// to LAPACK's blocked eigendecomposition.
-constexpr int64_t kCholeskyMaxFeatures = 256;
-
 std::optional<Prepared> mahalanobis_native(const Inputs& in, const at::Tensor& VI_given, bool stack_y) {
   if (!in.x.defined() || !native_ready(in.x)) return std::nullopt;
   const at::Tensor& y = in.symmetric ? in.x : in.y;
@@ -267,16 +265,18 @@ std::optional<Prepared> mahalanobis_native(const Inputs& in, const at::Tensor& V
       // Cholesky inverse per batch where it is certified equal to the pseudo-inverse (same
       // cutoff as at::linalg_pinv's default: eps(T) * d); any other batch takes the
       // eigendecomposition for the whole tensor.
-      VI = at::empty({B, d, d}, opts);
-      const double rtol = double(std::numeric_limits<T>::epsilon()) * double(d);
       bool all_fast = d <= kCholeskyMaxFeatures;
-      std::vector<double> work(size_t(d * d));
-      for (int64_t b = 0; b < B && all_fast; ++b) {
-        const T* cb = cov.data_ptr<T>() + b * d * d;
-        for (int64_t i = 0; i < d * d; ++i) work[i] = double(cb[i]);
-        all_fast = cholesky_inverse(work, d, rtol);
-        T* vb = VI.data_ptr<T>() + b * d * d;
-        for (int64_t i = 0; i < d * d && all_fast; ++i) vb[i] = T(work[i]);
+      if (all_fast) {
+        VI = at::empty({B, d, d}, opts);
+        const double rtol = double(std::numeric_limits<T>::epsilon()) * double(d);
+        std::vector<double> work(size_t(d * d));
+        for (int64_t b = 0; b < B && all_fast; ++b) {
+          const T* cb = cov.data_ptr<T>() + b * d * d;
+          for (int64_t i = 0; i < d * d; ++i) work[i] = double(cb[i]);
+          all_fast = cholesky_inverse(work, d, rtol);
+          T* vb = VI.data_ptr<T>() + b * d * d;
+          for (int64_t i = 0; i < d * d && all_fast; ++i) vb[i] = T(work[i]);
+        }
       }
       if (!all_fast) VI = covariance_pinv(cov);
     }
