@@ -53,3 +53,18 @@ def test_lazy_metadata():
     assert K.shape == (2, 5, 7) and K.ndim == 3 and K.dtype == torch.float64 and K.device.type == "cpu"
     assert K.T.shape == (2, 7, 5) and K.size(-1) == 7
     assert "rbf" in repr(K) and "gamma=0.5" in repr(K)
+
+
+def test_array_parameters_are_created_on_the_operands_device():
+    # A numpy array or list given for a tensor parameter becomes a tensor on X's device
+    # (not the CPU): checked with meta tensors here, the same code path as CUDA.
+    import numpy as np
+    x, y = torch.randn(5, 4, device="meta"), torch.randn(6, 4, device="meta")
+    for metric, params in (("minkowski", {"p": 3.0, "w": np.ones(4)}), ("seuclidean", {"V": [1.0, 2.0, 3.0, 4.0]}),
+                           ("matern", {"length_scale": np.ones(4)})):
+        out = tp.pairwise(x, y, metric, **params)
+        assert out.device.type == "meta" and out.shape == (5, 6)
+        assert tp.lazy(x, y, metric, **params).shape == (5, 6)
+    # a tensor the user passes stays where it is: a CPU tensor against meta operands is refused
+    with pytest.raises(ValueError, match="'w'"):
+        tp.pairwise(x, y, "minkowski", p=3.0, w=torch.ones(4))

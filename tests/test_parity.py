@@ -103,3 +103,37 @@ def test_far_from_origin_is_accurate():
     y = torch.randn(60, 40) + 1000.0
     ref = oracle(METRIC_CASES[0], x, y)
     torch.testing.assert_close(tp.pairwise(x, y).double(), ref, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("engine", ["native", "generic"])
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("metric", ["chebyshev", "cityblock", "minkowski"])
+def test_nan_feature_anywhere_propagates(metric, dtype, engine, monkeypatch):
+    if engine == "generic":
+        monkeypatch.setenv("TORCHPAIR_FORCE_GENERIC", "1")
+    # The direct engine reduces features in registers (a running max for chebyshev): a NaN
+    # at any feature position, on either side, must give NaN for that pair. scipy's
+    # chebyshev loop skips NaN features (`d > max` is false for NaN) and returns a finite
+    # value; torchpair propagates NaN (docs/conventions.md), so its oracle is numpy's max.
+    from scipy.spatial.distance import cdist as scipy_cdist
+
+    def cdist(a, b, metric, **kw):
+        if metric == "chebyshev":
+            return np.abs(a[:, None, :] - b[None, :, :]).max(-1)
+        return scipy_cdist(a, b, metric, **kw)
+    g = torch.Generator().manual_seed(7)
+    d = 11
+    x = torch.randn(9, d, generator=g, dtype=dtype)
+    y = torch.randn(37, d, generator=g, dtype=dtype)  # a partial column vector at the end
+    for k in range(d):
+        x[k % 9, k] = float("nan")
+    y[5, 0] = y[20, d - 1] = y[36, d // 2] = float("nan")
+    kw = {"p": 3.0} if metric == "minkowski" else {}
+    ref = torch.from_numpy(cdist(x.double().numpy(), y.double().numpy(), metric, **kw))
+    for out, expected in ((tp.pairwise(x, y, metric, **kw), ref), (tp.pdist(y, metric, **kw), None)):
+        if expected is None:
+            full = torch.from_numpy(cdist(y.double().numpy(), y.double().numpy(), metric, **kw))
+            i, j = torch.triu_indices(37, 37, 1)
+            expected = full[i, j]
+        assert torch.equal(torch.isnan(out), torch.isnan(expected))
+        torch.testing.assert_close(out.double(), expected, equal_nan=True, rtol=1e-5, atol=1e-5)

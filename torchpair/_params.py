@@ -31,11 +31,13 @@ def _is_array_like(value) -> bool:
     return isinstance(value, torch.Tensor) or hasattr(value, "__array__") or isinstance(value, (list, tuple))
 
 
-def normalize(op: str, params: dict) -> dict:
+def normalize(op: str, params: dict, device: torch.device | None = None) -> dict:
     """Validates keyword names and value types; returns the kwargs for the operator.
 
     Unknown names raise TypeError (with a suggestion), like any Python function. Whether the
     chosen metric takes a parameter, and its allowed values, is checked by the operator.
+    Array-like tensor parameters (numpy arrays, lists) become tensors on ``device`` (the
+    operands' device); a tensor passed in stays where it is.
     """
     if not isinstance(params, dict):
         raise TypeError(f"torchpair.{op}: 'params' must be a dict of the metric's parameters, got {type(params).__name__}")
@@ -68,7 +70,7 @@ def normalize(op: str, params: dict) -> dict:
                     raise TypeError(
                         f"torchpair.{op}: parameter {name!r} must be a tensor or array, got {type(value).__name__}"
                     )
-                value = torch.as_tensor(value)
+                value = torch.as_tensor(value, device=device)
             out[name] = value
         else:
             known = scalars + tensors
@@ -88,3 +90,14 @@ def check_tensor(op: str, name: str, value, optional: bool = False) -> None:
 def check_metric(op: str, metric) -> None:
     if not isinstance(metric, str):
         raise TypeError(f"torchpair.{op}: 'metric' must be a metric name (str), got {type(metric).__name__}")
+
+
+def check_operands(op: str, X, Y, metric, y_optional: bool = True) -> None:
+    """check_tensor(X), check_tensor(Y) and check_metric in one call: the common (valid) case
+    is a single test, so the per-call cost of the Python layer stays small."""
+    if isinstance(X, torch.Tensor) and isinstance(metric, str) and (
+            isinstance(Y, torch.Tensor) or (Y is None and y_optional)):
+        return
+    check_tensor(op, "X", X)
+    check_tensor(op, "Y", Y, optional=y_optional)
+    check_metric(op, metric)

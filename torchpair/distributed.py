@@ -258,7 +258,7 @@ class ShardedPairwise:
         if Y is None:  # K(X, X): the columns are the same (sharded or replicated) rows as X
             Y, y_sharded = X, x_sharded
         self.X, self.Y, self.metric = X, Y, metric
-        self.params = _params.normalize(op, params)
+        self.params = _params.normalize(op, params, X.device)
         self.x_sharded, self.y_sharded = x_sharded, y_sharded
         self.group = group
         self.transposed = transposed

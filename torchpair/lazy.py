@@ -51,7 +51,7 @@ class _PairwiseExpression:
                     f"torchpair.{self._op}: {name!r} must have shape [..., rows, features], got {tuple(t.shape)}"
                 )
         self.X, self.Y, self.metric = X, Y, metric
-        self.params = _params.normalize(self._op, params)
+        self.params = _params.normalize(self._op, params, X.device)
         self.transposed = transposed
         self._batch = _broadcast_batch(X, Y)
 

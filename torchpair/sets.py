@@ -24,7 +24,7 @@ def knn(X: torch.Tensor, Y: torch.Tensor | None, k: int, metric: str = "euclidea
     _check("knn", X, Y, metric, y_optional=True)
     if not isinstance(k, int) or isinstance(k, bool):
         raise TypeError(f"torchpair.knn: 'k' must be an int, got {type(k).__name__}")
-    p = _params.normalize("knn", params)
+    p = _params.normalize("knn", params, X.device)
     if _keops.requested() and (out := _keops.knn(X, Y, k, metric, p)) is not None:
         return torch.return_types.topk(out)
     v, i = torch.ops.torchpair.knn(X, Y, k, metric, **p)
@@ -37,7 +37,7 @@ def hausdorff(X: torch.Tensor, Y: torch.Tensor, metric: str = "euclidean", direc
     _check("hausdorff", X, Y, metric)
     if not isinstance(directed, bool):
         raise TypeError(f"torchpair.hausdorff: 'directed' must be a bool, got {type(directed).__name__}")
-    p = _params.normalize("hausdorff", params)
+    p = _params.normalize("hausdorff", params, X.device)
     if _keops.requested() and (out := _keops.hausdorff(X, Y, metric, directed, p)) is not None:
         return out
     return torch.ops.torchpair.hausdorff(X, Y, metric, directed, **p)
@@ -49,7 +49,7 @@ def chamfer(X: torch.Tensor, Y: torch.Tensor, metric: str = "sqeuclidean", reduc
     _check("chamfer", X, Y, metric)
     if not isinstance(reduction, str):
         raise TypeError(f"torchpair.chamfer: 'reduction' must be \"mean\" or \"sum\", got {type(reduction).__name__}")
-    p = _params.normalize("chamfer", params)
+    p = _params.normalize("chamfer", params, X.device)
     if _keops.requested() and (out := _keops.chamfer(X, Y, metric, reduction, p)) is not None:
         return out
     return torch.ops.torchpair.chamfer(X, Y, metric, reduction, **p)
@@ -62,7 +62,7 @@ def mmd(X: torch.Tensor, Y: torch.Tensor, metric: str = "rbf", unbiased: bool = 
     _check("mmd", X, Y, metric)
     if not isinstance(unbiased, bool):
         raise TypeError(f"torchpair.mmd: 'unbiased' must be a bool, got {type(unbiased).__name__}")
-    p = _params.normalize("mmd", params)
+    p = _params.normalize("mmd", params, X.device)
     if _keops.requested() and (out := _keops.mmd(X, Y, metric, unbiased, p)) is not None:
         return out
     return torch.ops.torchpair.mmd(X, Y, metric, unbiased, **p)
@@ -72,7 +72,7 @@ def energy_distance(X: torch.Tensor, Y: torch.Tensor, metric: str = "euclidean",
     """Energy distance ``sqrt(2 E d(X, Y) - E d(X, X') - E d(Y, Y'))`` (scipy.stats'
     ``energy_distance`` in 1-D; V-statistics)."""
     _check("energy_distance", X, Y, metric)
-    p = _params.normalize("energy_distance", params)
+    p = _params.normalize("energy_distance", params, X.device)
     if _keops.requested() and (out := _keops.energy_distance(X, Y, metric, p)) is not None:
         return out
     return torch.ops.torchpair.energy_distance(X, Y, metric, **p)

@@ -209,6 +209,16 @@ class ElementwiseSource final : public TileSource<T> {
       M::term(row, col, t, s_);
   }
 
+  // The forward needs only the value; the tie count (how many features reach the max) is
+  // for the gradient's tie weight, and computing it costs more than the max itself.
+  static inline void accumulate_value(V* acc, const V* t) {
+    if constexpr (M::kMax) {
+      acc[0] = at::vec::maximum(acc[0], t[0]);
+    } else {
+      for (int a = 0; a < M::kAcc; ++a) acc[a] = acc[a] + t[a];
+    }
+  }
+
   static inline void accumulate(V* acc, const V* t, V& ties) {
     if constexpr (M::kMax) {
       const V one(T(1));
@@ -227,12 +237,9 @@ class ElementwiseSource final : public TileSource<T> {
     for (int64_t c = 0; c < nc; c += W) {
       const T* yc = chunk(c0 + c);
       V acc[R][CB][M::kAcc];
-      V ties[R][CB];
       for (int i = 0; i < R; ++i)
-        for (int j = 0; j < CB; ++j) {
-          ties[i][j] = V(T(0));
+        for (int j = 0; j < CB; ++j)
           for (int a = 0; a < M::kAcc; ++a) acc[i][j][a] = V(T(0));
-        }
       for (int64_t k = 0; k < d; ++k) {
         V yv[CB];
         for (int j = 0; j < CB; ++j) yv[j] = V::loadu(yc + k * W + j * L);
@@ -241,7 +248,7 @@ class ElementwiseSource final : public TileSource<T> {
           for (int j = 0; j < CB; ++j) {
             V t[M::kAcc];
             term<Flipped>(xb, yv[j], t);
-            accumulate(acc[i][j], t, ties[i][j]);
+            accumulate_value(acc[i][j], t);
           }
         }
       }
@@ -363,10 +370,15 @@ class InnerProductSource final : public TileSource<T> {
     }
   }
 
-  // d2 = max(a + b - 2g, 0): one fused multiply-add; clamp_min (vmaxps with the value
-  // second) passes NaN on in one instruction where at::vec::maximum needs three.
+  // a + b - 2g, one fused multiply-add: the GEMM form of the squared distance, which rounding
+  // can push below zero.
+  static inline V raw_squared_distance(const V& g, const V& a, const V& b) {
+    return at::vec::fnmadd(g, V(T(2)), a + b);
+  }
+  // d2 = max(raw, 0); clamp_min (vmaxps with the value second) passes NaN on in one
+  // instruction where at::vec::maximum needs three.
   static inline V squared_distance(const V& g, const V& a, const V& b) {
-    return at::vec::clamp_min(at::vec::fnmadd(g, V(T(2)), a + b), V(T(0)));
+    return at::vec::clamp_min(raw_squared_distance(g, a, b), V(T(0)));
   }
 
   template <bool Flipped>
@@ -381,9 +393,9 @@ class InnerProductSource final : public TileSource<T> {
   // value, d value / d g, and d value / d (row side feature), d value / d (column side)
   inline void derivatives(const V& g, const V& a, const V& b, V& val, V& fg, V& frow, V& fcol) const {
     if constexpr (M::kDistanceBased) {
-      const V raw = at::vec::fnmadd(g, V(T(2)), a + b);
+      const V raw = raw_squared_distance(g, a, b);
       const V zero(T(0));
-      const V d2 = at::vec::clamp_min(raw, zero);  // as squared_distance, keeping raw
+      const V d2 = at::vec::clamp_min(raw, zero);  // squared_distance, keeping raw for the floor test
       val = M::h(d2, s_);
       V dh = M::dh(d2, val, s_);
       // Below the rounding floor of the GEMM form, d2 is noise: a sqrt-like h would turn it

@@ -2,6 +2,7 @@
 // Small row-major GEMMs on raw pointers for tile loops. Calls the BLAS that libtorch
 // carries (MKL's sgemm_/dgemm_, single-threaded inside a parallel region) and falls back
 // to at::mm_out on wrapped buffers where that symbol is absent.
+#include <cstddef>
 #include <cstdint>
 
 namespace tp::engine {

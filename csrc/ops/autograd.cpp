@@ -30,6 +30,29 @@ c10::TypedOperatorHandle<Sig> handle(const char* name) {
 Opt maybe(const at::Tensor& t) { return t.defined() ? Opt(t) : Opt(); }
 at::Tensor grad_or_none(bool needed, const at::Tensor& g) { return needed ? g : at::Tensor(); }
 
+// Whether a call must record a graph node. Inference calls (grad mode off, or no operand
+// that requires grad) go straight to the kernel below autograd: a Function::apply costs an
+// autograd node, the saved operands and the engine arguments copied into saved_data, for
+// nothing; on a small or memory-cold call that was a visible share of the whole operator.
+bool requires_grad(const at::Tensor& t) { return t.defined() && t.requires_grad(); }
+bool requires_grad(const Opt& t) { return t.has_value() && requires_grad(*t); }
+template <typename... T>
+bool records_graph(const T&... operands) {
+  return at::GradMode::is_enabled() && (requires_grad(operands) || ...);
+}
+
+// The core operator `Name` called below the autograd key (its CPU / fake / ... kernel).
+template <const char* Name, typename Sig>
+struct BelowAutograd;
+template <const char* Name, typename Ret, typename... Args>
+struct BelowAutograd<Name, Ret(Args...)> {
+  static Ret call(Args... args) {
+    at::AutoDispatchBelowADInplaceOrView guard;
+    static auto op = handle<Ret(Args...)>(Name);
+    return op.call(args...);
+  }
+};
+
 // needs_input_grad() counts only the tensors actually passed (absent optionals have no
 // edge): map it back onto argument positions.
 template <size_t N>
@@ -80,6 +103,12 @@ variable_list four_then_none(const Mask4& mask, const Back4& g, size_t nones) {
   return out;
 }
 
+constexpr char kDense[] = "torchpair::_dense";
+constexpr char kRowReduce[] = "torchpair::_row_reduce";
+constexpr char kMatmul[] = "torchpair::_matmul";
+constexpr char kSoftmaxMatmul[] = "torchpair::_softmax_matmul";
+constexpr char kPaired[] = "torchpair::_paired";
+
 // ---- _dense -----------------------------------------------------------------------------
 using DenseSig = at::Tensor(const at::Tensor&, const at::Tensor&, const Opt&, const Opt&, c10::string_view,
                             at::ArrayRef<double>, bool, bool, Dtype);
@@ -92,9 +121,7 @@ struct DenseFunction : public torch::autograd::Function<DenseFunction> {
                             bool transpose, Dtype dtype) {
     save_operands(ctx, x, y, a, b);
     engine_of(kernel, scalars, symmetric, transpose, dtype).save(ctx);
-    at::AutoDispatchBelowADInplaceOrView guard;
-    static auto op = handle<DenseSig>("torchpair::_dense");
-    return op.call(x, y, a, b, kernel, scalars, symmetric, transpose, dtype);
+    return BelowAutograd<kDense, DenseSig>::call(x, y, a, b, kernel, scalars, symmetric, transpose, dtype);
   }
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
     const auto s = ctx->get_saved_variables();
@@ -118,12 +145,8 @@ struct RowReduceFunction : public torch::autograd::Function<RowReduceFunction> {
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, const at::Tensor& y, const Opt& a,
                             const Opt& b, c10::string_view reduction, c10::string_view kernel,
                             at::ArrayRef<double> scalars, bool symmetric, bool transpose, Dtype dtype) {
-    at::Tensor result;
-    {
-      at::AutoDispatchBelowADInplaceOrView guard;
-      static auto op = handle<ReduceSig>("torchpair::_row_reduce");
-      result = op.call(x, y, a, b, reduction, kernel, scalars, symmetric, transpose, dtype);
-    }
+    const at::Tensor result =
+        BelowAutograd<kRowReduce, ReduceSig>::call(x, y, a, b, reduction, kernel, scalars, symmetric, transpose, dtype);
     save_operands(ctx, x, y, a, b, {result});
     engine_of(kernel, scalars, symmetric, transpose, dtype).save(ctx);
     ctx->saved_data["reduction"] = std::string(reduction);
@@ -153,9 +176,7 @@ struct MatmulFunction : public torch::autograd::Function<MatmulFunction> {
                             bool symmetric, bool transpose, Dtype dtype) {
     save_operands(ctx, x, y, a, b, {v});
     engine_of(kernel, scalars, symmetric, transpose, dtype).save(ctx);
-    at::AutoDispatchBelowADInplaceOrView guard;
-    static auto op = handle<MatmulSig>("torchpair::_matmul");
-    return op.call(x, y, a, b, v, kernel, scalars, symmetric, transpose, dtype);
+    return BelowAutograd<kMatmul, MatmulSig>::call(x, y, a, b, v, kernel, scalars, symmetric, transpose, dtype);
   }
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
     const auto s = ctx->get_saved_variables();
@@ -183,12 +204,8 @@ struct SoftmaxMatmulFunction : public torch::autograd::Function<SoftmaxMatmulFun
   static variable_list forward(AutogradContext* ctx, const at::Tensor& x, const at::Tensor& y, const Opt& a,
                                const Opt& b, const at::Tensor& v, c10::string_view kernel,
                                at::ArrayRef<double> scalars, bool symmetric, bool transpose, Dtype dtype) {
-    at::Tensor out, lse;
-    {
-      at::AutoDispatchBelowADInplaceOrView guard;
-      static auto op = handle<SoftmaxSig>("torchpair::_softmax_matmul");
-      std::tie(out, lse) = op.call(x, y, a, b, v, kernel, scalars, symmetric, transpose, dtype);
-    }
+    auto [out, lse] =
+        BelowAutograd<kSoftmaxMatmul, SoftmaxSig>::call(x, y, a, b, v, kernel, scalars, symmetric, transpose, dtype);
     save_operands(ctx, x, y, a, b, {v, out, lse});
     engine_of(kernel, scalars, symmetric, transpose, dtype).save(ctx);
     ctx->mark_non_differentiable({lse});
@@ -221,9 +238,7 @@ struct PairedFunction : public torch::autograd::Function<PairedFunction> {
                             Dtype dtype) {
     save_operands(ctx, x, y, a, b, {self_mask.value_or(at::Tensor())});
     engine_of(kernel, scalars, false, false, dtype).save(ctx);
-    at::AutoDispatchBelowADInplaceOrView guard;
-    static auto op = handle<PairedSig>("torchpair::_paired");
-    return op.call(x, y, a, b, self_mask, kernel, scalars, dtype);
+    return BelowAutograd<kPaired, PairedSig>::call(x, y, a, b, self_mask, kernel, scalars, dtype);
   }
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
     const auto s = ctx->get_saved_variables();
@@ -294,26 +309,37 @@ TORCH_LIBRARY_IMPL(torchpair, Autograd, m) {
   using Dtype = std::optional<at::ScalarType>;
   m.impl("_dense", [](const Tensor& x, const Tensor& y, const Opt& a, const Opt& b, c10::string_view kernel,
                       at::ArrayRef<double> scalars, bool symmetric, bool transpose, Dtype dtype) {
+    if (!records_graph(x, y, a, b))
+      return BelowAutograd<kDense, DenseSig>::call(x, y, a, b, kernel, scalars, symmetric, transpose, dtype);
     return DenseFunction::apply(x, y, a, b, kernel, scalars, symmetric, transpose, dtype);
   });
   m.impl("_row_reduce", [](const Tensor& x, const Tensor& y, const Opt& a, const Opt& b, c10::string_view reduction,
                            c10::string_view kernel, at::ArrayRef<double> scalars, bool symmetric, bool transpose,
                            Dtype dtype) {
+    if (!records_graph(x, y, a, b))
+      return BelowAutograd<kRowReduce, ReduceSig>::call(x, y, a, b, reduction, kernel, scalars, symmetric, transpose,
+                                                        dtype);
     return RowReduceFunction::apply(x, y, a, b, reduction, kernel, scalars, symmetric, transpose, dtype);
   });
   m.impl("_matmul", [](const Tensor& x, const Tensor& y, const Opt& a, const Opt& b, const Tensor& v,
                        c10::string_view kernel, at::ArrayRef<double> scalars, bool symmetric, bool transpose,
                        Dtype dtype) {
+    if (!records_graph(x, y, a, b, v))
+      return BelowAutograd<kMatmul, MatmulSig>::call(x, y, a, b, v, kernel, scalars, symmetric, transpose, dtype);
     return MatmulFunction::apply(x, y, a, b, v, kernel, scalars, symmetric, transpose, dtype);
   });
   m.impl("_softmax_matmul", [](const Tensor& x, const Tensor& y, const Opt& a, const Opt& b, const Tensor& v,
                                c10::string_view kernel, at::ArrayRef<double> scalars, bool symmetric, bool transpose,
                                Dtype dtype) {
+    if (!records_graph(x, y, a, b, v))
+      return BelowAutograd<kSoftmaxMatmul, SoftmaxSig>::call(x, y, a, b, v, kernel, scalars, symmetric, transpose,
+                                                              dtype);
     auto r = SoftmaxMatmulFunction::apply(x, y, a, b, v, kernel, scalars, symmetric, transpose, dtype);
     return std::make_tuple(r[0], r[1]);
   });
   m.impl("_paired", [](const Tensor& x, const Tensor& y, const Opt& a, const Opt& b, const Opt& self_mask,
                        c10::string_view kernel, at::ArrayRef<double> scalars, Dtype dtype) {
+    if (!records_graph(x, y, a, b)) return BelowAutograd<kPaired, PairedSig>::call(x, y, a, b, self_mask, kernel, scalars, dtype);
     return PairedFunction::apply(x, y, a, b, self_mask, kernel, scalars, dtype);
   });
   m.impl("_topk", &topk_autograd);
@@ -340,6 +366,7 @@ TORCH_LIBRARY_IMPL(torchpair, Autograd, m) {
 namespace tp::ops {
 namespace {
 
+constexpr char kPdist[] = "torchpair::_pdist";
 using PdistSig = at::Tensor(const at::Tensor&, const at::Tensor&, const Opt&, const Opt&, c10::string_view,
                             at::ArrayRef<double>, bool, Dtype);
 using PdistBackSig = Back4(const at::Tensor&, const at::Tensor&, const at::Tensor&, const Opt&, const Opt&,
@@ -351,9 +378,7 @@ struct PdistFunction : public torch::autograd::Function<PdistFunction> {
                             Dtype dtype) {
     save_operands(ctx, x, y, a, b);
     engine_of(kernel, scalars, symmetric, false, dtype).save(ctx);
-    at::AutoDispatchBelowADInplaceOrView guard;
-    static auto op = handle<PdistSig>("torchpair::_pdist");
-    return op.call(x, y, a, b, kernel, scalars, symmetric, dtype);
+    return BelowAutograd<kPdist, PdistSig>::call(x, y, a, b, kernel, scalars, symmetric, dtype);
   }
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
     const auto s = ctx->get_saved_variables();
@@ -383,6 +408,7 @@ TORCH_LIBRARY_IMPL(torchpair, Autograd, m) {
   using AR = at::ArrayRef<double>;
   m.impl("_pdist", [](const Tensor& x, const Tensor& y, const Opt& a, const Opt& b, c10::string_view kernel,
                       at::ArrayRef<double> scalars, bool symmetric, Dtype dtype) {
+    if (!records_graph(x, y, a, b)) return BelowAutograd<kPdist, PdistSig>::call(x, y, a, b, kernel, scalars, symmetric, dtype);
     return PdistFunction::apply(x, y, a, b, kernel, scalars, symmetric, dtype);
   });
   m.impl("_pdist_backward",

@@ -5,6 +5,7 @@
 // two never compute the same thing twice.
 #include <ATen/ATen.h>
 #include <ATen/ExpandUtils.h>
+#include <ATen/Parallel.h>
 #include <torch/library.h>
 #include <torch/version.h>
 
@@ -72,6 +73,9 @@ c10::SymInt product(const SymShape& s) {
 }
 
 at::Tensor to_flat(const at::Tensor& t, const SymShape& batch, const c10::SymInt& B) {
+  // Unbatched operands (the common case) become [1, rows, features] in one view op: the
+  // general expand + reshape is three dispatcher calls, each a cache miss on a cold call.
+  if (batch.empty()) return t.unsqueeze(0);
   SymShape full = batch;
   full.push_back(t.sym_size(-2));
   full.push_back(t.sym_size(-1));
@@ -141,6 +145,7 @@ catalog::Prepared prepare(const char* op, const catalog::MetricInfo& info, Flat&
 
 // [B, ...] -> batch + tail, keeping the dtype (indices)
 at::Tensor restore_shape(const at::Tensor& out, const Flat& f, std::initializer_list<c10::SymInt> tail) {
+  if (f.batch.empty() && out.dim() == static_cast<int64_t>(tail.size()) + 1) return out.select(0, 0);  // [1, tail...]
   SymShape shape = f.batch;
   for (const auto& s : tail) shape.push_back(s);
   return out.reshape_symint(shape);
