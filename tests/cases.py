@@ -563,3 +563,14 @@ OP_CASES += [
            {"w": torch.tensor([1.0, 2.0, 0.5, 1.0], dtype=torch.float64)}, id="pairwise-hamming-w"),
     OpCase("torchpair::lazy_topk", lambda dt: (*_bool_public(dt, "tanimoto"), 2, -1, True), id="lazy_topk-tanimoto"),
 ]
+
+
+def rbf_mmd_reference(x: np.ndarray, y: np.ndarray, gamma: float, unbiased: bool) -> float:
+    """Squared MMD with sklearn's RBF kernel, from the three dense Gram matrices (the
+    unbiased estimate leaves the diagonals of K(x, x) and K(y, y) out)."""
+    kxx, kyy, kxy = (skp.rbf_kernel(a, b, gamma=gamma) for a, b in [(x, x), (y, y), (x, y)])
+    n, m = len(x), len(y)
+    if unbiased:
+        return float((kxx.sum() - np.trace(kxx)) / (n * (n - 1)) + (kyy.sum() - np.trace(kyy)) / (m * (m - 1))
+                     - 2 * kxy.mean())
+    return float(kxx.mean() + kyy.mean() - 2 * kxy.mean())

@@ -12,6 +12,7 @@ from sklearn.metrics.pairwise import rbf_kernel
 from sklearn.neighbors import NearestNeighbors
 
 import torchpair as tp
+from cases import rbf_mmd_reference
 
 
 def data(n=60, m=80, d=5, seed=0, dtype=torch.float64):
@@ -81,13 +82,7 @@ def test_chamfer_against_dense(metric, reduction):
 @pytest.mark.parametrize("unbiased", [False, True])
 def test_mmd_against_dense_formula(unbiased):
     x, y = data()
-    kxx, kyy, kxy = (rbf_kernel(a.numpy(), b.numpy(), gamma=0.25) for a, b in [(x, x), (y, y), (x, y)])
-    n, m = len(x), len(y)
-    if unbiased:
-        want = ((kxx.sum() - np.trace(kxx)) / (n * (n - 1)) + (kyy.sum() - np.trace(kyy)) / (m * (m - 1))
-                - 2 * kxy.mean())
-    else:
-        want = kxx.mean() + kyy.mean() - 2 * kxy.mean()
+    want = rbf_mmd_reference(x.numpy(), y.numpy(), 0.25, unbiased)
     assert math.isclose(tp.mmd(x, y, gamma=0.25, unbiased=unbiased).item(), want, rel_tol=1e-9, abs_tol=1e-12)
     assert tp.mmd(x, y, metric="laplacian" if "laplacian" in tp.metrics() else "rbf").item() > 0
 
