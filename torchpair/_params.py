@@ -93,8 +93,9 @@ def check_metric(op: str, metric) -> None:
 
 
 def check_operands(op: str, X, Y, metric, y_optional: bool = True) -> None:
-    """check_tensor(X), check_tensor(Y) and check_metric in one call: the common (valid) case
-    is a single test, so the per-call cost of the Python layer stays small."""
+    """check_tensor(X), check_tensor(Y) and check_metric, in that order, for every public entry
+    point that takes operands and a metric: the common (valid) case is a single test, so the
+    per-call cost of the Python layer stays small."""
     if isinstance(X, torch.Tensor) and isinstance(metric, str) and (
             isinstance(Y, torch.Tensor) or (Y is None and y_optional)):
         return

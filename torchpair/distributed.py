@@ -246,9 +246,7 @@ class ShardedPairwise:
 
     def __init__(self, X, Y, metric, params, x_sharded, y_sharded, group, transposed=False, _sizes=None):
         op = "distributed.lazy"
-        _params.check_tensor(op, "X", X)
-        _params.check_tensor(op, "Y", Y, optional=True)
-        _params.check_metric(op, metric)
+        _params.check_operands(op, X, Y, metric)
         for name, flag in (("x_sharded", x_sharded), ("y_sharded", y_sharded)):
             if not isinstance(flag, bool):
                 raise TypeError(f"torchpair.{op}: {name!r} must be a bool, got {type(flag).__name__}")

@@ -23,7 +23,8 @@ def pairwise(X: torch.Tensor, Y: torch.Tensor | None = None, metric: str = "eucl
     if _sequences.routes("pairwise", metric, X, params):  # token sequences (tp.seq)
         return _sequences.pairwise(X, Y, metric, **params)
     _params.check_operands("pairwise", X, Y, metric)
-    return torch.ops.torchpair.pairwise.default(X, Y, metric, **(_params.normalize("pairwise", params, X.device) if params else {}))
+    kwargs = _params.normalize("pairwise", params, X.device) if params else {}
+    return torch.ops.torchpair.pairwise.default(X, Y, metric, **kwargs)
 
 
 def cdist(XA: torch.Tensor, XB: torch.Tensor | None = None, metric: str = "euclidean", **params) -> torch.Tensor:
@@ -47,4 +48,5 @@ def pdist(X: torch.Tensor, metric: str = "euclidean", **params) -> torch.Tensor:
     if _sequences.routes("pdist", metric, X, params):  # token sequences (tp.seq)
         return _sequences.pdist(X, metric, **params)
     _params.check_operands("pdist", X, None, metric)
-    return torch.ops.torchpair.pdist.default(X, metric, **(_params.normalize("pdist", params, X.device) if params else {}))
+    kwargs = _params.normalize("pdist", params, X.device) if params else {}
+    return torch.ops.torchpair.pdist.default(X, metric, **kwargs)

@@ -42,9 +42,7 @@ class _PairwiseExpression:
     _op = "lazy"
 
     def __init__(self, X, Y, metric, params, transposed=False):
-        _params.check_tensor(self._op, "X", X)
-        _params.check_tensor(self._op, "Y", Y, optional=True)
-        _params.check_metric(self._op, metric)
+        _params.check_operands(self._op, X, Y, metric)
         for name, t in (("X", X), ("Y", Y)):
             if t is not None and t.dim() < 2:
                 raise ValueError(

@@ -11,17 +11,11 @@ import torch
 from . import _keops, _params
 
 
-def _check(op, X, Y, metric, y_optional=False):
-    _params.check_tensor(op, "X", X)
-    _params.check_tensor(op, "Y", Y, optional=y_optional)
-    _params.check_metric(op, metric)
-
-
 def knn(X: torch.Tensor, Y: torch.Tensor | None, k: int, metric: str = "euclidean", **params):
     """The k nearest rows of Y for every row of X: ``(values, indices)`` of shape ``[..., N, k]``,
     nearest first (smallest distance, or largest similarity for a kernel). Ties go to the
     lowest index. ``Y=None`` searches X itself (each point is its own nearest neighbour)."""
-    _check("knn", X, Y, metric, y_optional=True)
+    _params.check_operands("knn", X, Y, metric)
     if not isinstance(k, int) or isinstance(k, bool):
         raise TypeError(f"torchpair.knn: 'k' must be an int, got {type(k).__name__}")
     p = _params.normalize("knn", params, X.device)
@@ -34,7 +28,7 @@ def knn(X: torch.Tensor, Y: torch.Tensor | None, k: int, metric: str = "euclidea
 def hausdorff(X: torch.Tensor, Y: torch.Tensor, metric: str = "euclidean", directed: bool = False, **params):
     """Hausdorff distance between the row sets X and Y: ``max_i min_j d(x_i, y_j)`` when
     ``directed`` (scipy's ``directed_hausdorff`` value), else the max of both directions."""
-    _check("hausdorff", X, Y, metric)
+    _params.check_operands("hausdorff", X, Y, metric, y_optional=False)
     if not isinstance(directed, bool):
         raise TypeError(f"torchpair.hausdorff: 'directed' must be a bool, got {type(directed).__name__}")
     p = _params.normalize("hausdorff", params, X.device)
@@ -46,7 +40,7 @@ def hausdorff(X: torch.Tensor, Y: torch.Tensor, metric: str = "euclidean", direc
 def chamfer(X: torch.Tensor, Y: torch.Tensor, metric: str = "sqeuclidean", reduction: str = "mean", **params):
     """Chamfer distance: ``mean_i min_j d(x_i, y_j) + mean_j min_i d(x_i, y_j)`` (``reduction=
     "sum"``: sums instead of means), as point-cloud losses use it."""
-    _check("chamfer", X, Y, metric)
+    _params.check_operands("chamfer", X, Y, metric, y_optional=False)
     if not isinstance(reduction, str):
         raise TypeError(f"torchpair.chamfer: 'reduction' must be \"mean\" or \"sum\", got {type(reduction).__name__}")
     p = _params.normalize("chamfer", params, X.device)
@@ -59,7 +53,7 @@ def mmd(X: torch.Tensor, Y: torch.Tensor, metric: str = "rbf", unbiased: bool = 
     """Squared maximum mean discrepancy with any kernel of the catalog:
     ``E k(x, x') + E k(y, y') - 2 E k(x, y)`` (V-statistics; ``unbiased=True``: U-statistics,
     the within-set means leave out the diagonal)."""
-    _check("mmd", X, Y, metric)
+    _params.check_operands("mmd", X, Y, metric, y_optional=False)
     if not isinstance(unbiased, bool):
         raise TypeError(f"torchpair.mmd: 'unbiased' must be a bool, got {type(unbiased).__name__}")
     p = _params.normalize("mmd", params, X.device)
@@ -71,7 +65,7 @@ def mmd(X: torch.Tensor, Y: torch.Tensor, metric: str = "rbf", unbiased: bool = 
 def energy_distance(X: torch.Tensor, Y: torch.Tensor, metric: str = "euclidean", **params):
     """Energy distance ``sqrt(2 E d(X, Y) - E d(X, X') - E d(Y, Y'))`` (scipy.stats'
     ``energy_distance`` in 1-D; V-statistics)."""
-    _check("energy_distance", X, Y, metric)
+    _params.check_operands("energy_distance", X, Y, metric, y_optional=False)
     p = _params.normalize("energy_distance", params, X.device)
     if _keops.requested() and (out := _keops.energy_distance(X, Y, metric, p)) is not None:
         return out

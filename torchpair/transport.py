@@ -118,9 +118,7 @@ def wasserstein(X, Y, a=None, b=None, metric: str = "euclidean", p: float = 1, *
     plan), a and b (the centred duals). At ``W_p = 0`` with ``p > 1`` the gradient of the root
     is taken as 0.
     """
-    _params.check_tensor("wasserstein", "X", X)
-    _params.check_tensor("wasserstein", "Y", Y)
-    _params.check_metric("wasserstein", metric)
+    _params.check_operands("wasserstein", X, Y, metric, y_optional=False)
     if isinstance(p, bool) or not isinstance(p, numbers.Real):
         raise TypeError(f"torchpair.wasserstein: 'p' must be a real number, got {type(p).__name__}")
     if not (math.isfinite(p) and p >= 1):

@@ -339,7 +339,8 @@ TORCH_LIBRARY_IMPL(torchpair, Autograd, m) {
   });
   m.impl("_paired", [](const Tensor& x, const Tensor& y, const Opt& a, const Opt& b, const Opt& self_mask,
                        c10::string_view kernel, at::ArrayRef<double> scalars, Dtype dtype) {
-    if (!records_graph(x, y, a, b)) return BelowAutograd<kPaired, PairedSig>::call(x, y, a, b, self_mask, kernel, scalars, dtype);
+    if (!records_graph(x, y, a, b))
+      return BelowAutograd<kPaired, PairedSig>::call(x, y, a, b, self_mask, kernel, scalars, dtype);
     return PairedFunction::apply(x, y, a, b, self_mask, kernel, scalars, dtype);
   });
   m.impl("_topk", &topk_autograd);
@@ -408,7 +409,8 @@ TORCH_LIBRARY_IMPL(torchpair, Autograd, m) {
   using AR = at::ArrayRef<double>;
   m.impl("_pdist", [](const Tensor& x, const Tensor& y, const Opt& a, const Opt& b, c10::string_view kernel,
                       at::ArrayRef<double> scalars, bool symmetric, Dtype dtype) {
-    if (!records_graph(x, y, a, b)) return BelowAutograd<kPdist, PdistSig>::call(x, y, a, b, kernel, scalars, symmetric, dtype);
+    if (!records_graph(x, y, a, b))
+      return BelowAutograd<kPdist, PdistSig>::call(x, y, a, b, kernel, scalars, symmetric, dtype);
     return PdistFunction::apply(x, y, a, b, kernel, scalars, symmetric, dtype);
   });
   m.impl("_pdist_backward",

@@ -145,7 +145,8 @@ catalog::Prepared prepare(const char* op, const catalog::MetricInfo& info, Flat&
 
 // [B, ...] -> batch + tail, keeping the dtype (indices)
 at::Tensor restore_shape(const at::Tensor& out, const Flat& f, std::initializer_list<c10::SymInt> tail) {
-  if (f.batch.empty() && out.dim() == static_cast<int64_t>(tail.size()) + 1) return out.select(0, 0);  // [1, tail...]
+  // Unbatched: [1, tail...] -> tail by one view op (see to_flat).
+  if (f.batch.empty() && out.dim() == static_cast<int64_t>(tail.size()) + 1) return out.select(0, 0);
   SymShape shape = f.batch;
   for (const auto& s : tail) shape.push_back(s);
   return out.reshape_symint(shape);
