@@ -4,13 +4,15 @@
 //   ElementwiseSource   : vectorized over columns, register-blocked over rows; the column
 //                         operand is packed once into [panel][d][P] so a tile reads one
 //                         contiguous block.
-//   InnerProductSource  : a BLAS GEMM per tile plus a vectorized epilogue.
+//   InnerProductSource  : a GEMM per tile (PanelGemm for few features, else BLAS) plus a
+//                         vectorized epilogue.
 #include <ATen/Parallel.h>
 #include <ATen/cpu/vec/vec.h>
 
 #include <algorithm>
 #include <limits>
 
+#include "cpu/panel_gemm.h"
 #include "engines/gemm.h"
 #include "engines/tile_source.h"
 #include "metrics/elementwise.h"
@@ -285,14 +287,14 @@ class InnerProductSource final : public TileSource<T> {
     cside_ = Operands::as<T>(flipped_ ? ops.a : ops.b);
     this->col_block_ = kColBlock;
     this->row_block_ = kRowBlock;
+    if (PanelGemm<T>::suits(this->rows_, this->cols_, ops.d)) panels_ = PanelGemm<T>(colp_, this->cols_, ops.d);
   }
 
   bool writes_exact_columns() const override { return true; }
   bool is_plain_product() const override { return math::plain_product<M>(); }
 
   void produce(int64_t r0, int64_t nr, int64_t c0, int64_t nc, T* out, int64_t ldo) const override {
-    const int64_t d = this->dim_;
-    engine::gemm_nt<T>(nr, nc, d, T(1), rowp_ + r0 * d, d, colp_ + c0 * d, d, T(0), out, ldo);
+    product(r0, nr, c0, nc, out, ldo);
     if constexpr (math::plain_product<M>()) return;
     const Scalars s = s_;  // a local copy stays in registers (see Scalars)
     if (flipped_)
@@ -310,7 +312,7 @@ class InnerProductSource final : public TileSource<T> {
     T* G = scratch<T>(2, nr * ldt);
     T* csum = cside ? scratch<T>(3, ldt) : nullptr;
     if (csum) std::fill(csum, csum + ldt, T(0));
-    engine::gemm_nt<T>(nr, nc, d, T(1), rowp_ + r0 * d, d, colp_ + c0 * d, d, T(0), G, ldt);
+    product(r0, nr, c0, nc, G, ldt);
     for (int64_t r = 0; r < nr; ++r) {
       T* gr = G + r * ldt;  // becomes H = gup * df/dg in place
       const V a(rside_ ? rside_[r0 + r] : T(0));
@@ -348,6 +350,15 @@ class InnerProductSource final : public TileSource<T> {
   }
 
  private:
+  // out[r][c] = g = row(r0 + r) . col(c0 + c)
+  void product(int64_t r0, int64_t nr, int64_t c0, int64_t nc, T* out, int64_t ldo) const {
+    if constexpr (PanelGemm<T>::kAvailable) {
+      if (!panels_.empty()) return panels_.run(rowp_, r0, nr, c0, nc, out, ldo);
+    }
+    const int64_t d = this->dim_;
+    engine::gemm_nt<T>(nr, nc, d, T(1), rowp_ + r0 * d, d, colp_ + c0 * d, d, T(0), out, ldo);
+  }
+
   // The GEMM tile out[r][c] = g becomes the kernel's value in place.
   template <bool Flipped>
   void epilogue(int64_t r0, int64_t nr, int64_t c0, int64_t nc, T* out, int64_t ldo, const Scalars& s) const {
@@ -416,6 +427,7 @@ class InnerProductSource final : public TileSource<T> {
   }
 
   const T *rowp_ = nullptr, *colp_ = nullptr, *rside_ = nullptr, *cside_ = nullptr;
+  PanelGemm<T> panels_;  // the column operand packed for product(); empty: BLAS
   std::vector<double> scalars_;
   Scalars s_;
   bool flipped_ = false, symmetric_ = false;

@@ -1,0 +1,165 @@
+#pragma once
+// C = A B^T for pairwise shapes: many rows on both sides, few features. Included by
+// sources.h inside the inline namespace CPU_CAPABILITY, so each capability gets its own copy.
+//
+// Why our own product instead of BLAS: MKL chooses its kernels by CPU vendor and runs a
+// generic path on AMD (2000 x 2000 x 32 float: 74-81 GFLOP/s per thread on a Zen 4, where this
+// kernel runs at 100-109); on Intel the two are at parity. With few features one pass of a
+// register tile over a packed panel is the whole product: no k blocking, no packing of A.
+//
+// Layout: the column operand B [n x k] is packed once into panels of P columns, each panel
+// [k][P] contiguous, vector-aligned and zero-padded past n: the micro-kernel streams it. A
+// register tile holds kRows x kVecs vectors of accumulators: 6 x 4 of the 32 AVX-512
+// registers (24 accumulators, 4 panel vectors, one broadcast), 6 x 2 of AVX2's 16.
+#include <ATen/ATen.h>
+#include <ATen/Parallel.h>
+#include <ATen/cpu/vec/vec.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdlib>
+
+namespace tp::cpu {
+inline namespace CPU_CAPABILITY {
+
+template <typename T>
+class PanelGemm {
+  using V = at::vec::Vectorized<T>;
+  static constexpr int64_t L = V::size();
+#if defined(CPU_CAPABILITY_AVX512)
+  static constexpr int kVecs = 4;
+#else
+  static constexpr int kVecs = 2;
+#endif
+  static constexpr int kRows = 6;
+  static constexpr int64_t P = kVecs * L;  // columns per panel
+
+ public:
+  // DEFAULT builds have no fused multiply-add vectors worth a kernel of their own; a long
+  // feature axis wants k blocking, which BLAS does. Both keep the BLAS path.
+  static constexpr bool kAvailable =
+#if defined(CPU_CAPABILITY_AVX512) || defined(CPU_CAPABILITY_AVX2)
+      true;
+#else
+      false;
+#endif
+  static constexpr int64_t kMaxDim = 256;
+  // Below ~2M multiply-adds per source, packing (an allocation and a copy of the operand per
+  // source, per batch) costs what the faster tile saves: B = 1000 batches of 16 x 16 x 32
+  // took 3.4 ms this way against 0.28 ms through MKL's small-matrix path; single products
+  // cross over between 200 x 200 x 32 (32 against 30 us) and 300 x 300 x 32 (50 against 58).
+  // TORCHPAIR_PANEL_GEMM_MIN_WORK overrides it (the tests use 0 to send small shapes through).
+  static int64_t min_work() {
+    static const int64_t value = [] {
+      const char* env = std::getenv("TORCHPAIR_PANEL_GEMM_MIN_WORK");
+      return env ? std::max<int64_t>(0, std::atoll(env)) : int64_t(1) << 21;
+    }();
+    return value;
+  }
+  static bool suits(int64_t rows, int64_t cols, int64_t k) {
+    return kAvailable && k >= 1 && k <= kMaxDim && rows * cols * k >= min_work();
+  }
+
+  PanelGemm() = default;
+  // b: n rows of k contiguous features (row stride k).
+  PanelGemm(const T* b, int64_t n, int64_t k) : n_(n), k_(k) {
+    const int64_t panels = (n + P - 1) / P;
+    // The CPU allocator aligns to 64 bytes, so every panel row is vector-aligned.
+    const auto dtype = at::TensorOptions().dtype(c10::CppTypeToScalarType<T>::value);
+    packed_ = at::zeros({std::max<int64_t>(panels * k * P, 1)}, dtype);
+    T* dst = packed_.data_ptr<T>();
+    at::parallel_for(0, panels, 16, [&](int64_t q0, int64_t q1) {
+      for (int64_t q = q0; q < q1; ++q) {
+        T* panel = dst + q * k * P;
+        const int64_t c_end = std::min(n, (q + 1) * P);
+        for (int64_t c = q * P; c < c_end; ++c)
+          for (int64_t p = 0; p < k; ++p) panel[p * P + (c - q * P)] = b[c * k + p];
+      }
+    });
+  }
+
+  bool empty() const { return !packed_.defined(); }
+
+  // out[r * ldo + c] = a_(r0 + r) . b_(c0 + c) for r < nr, c < nc; a has row stride k and c0
+  // is a multiple of P (tile sources hand out column blocks at multiples of their width).
+  // Outside a parallel region the row blocks are spread over the intra-op threads.
+  void run(const T* a, int64_t r0, int64_t nr, int64_t c0, int64_t nc, T* out, int64_t ldo) const {
+    TORCH_INTERNAL_ASSERT(c0 % P == 0 && c0 + nc <= n_);
+    const int64_t k = k_;
+    // Panels of a column block stay in L2 while every row block of a thread walks them.
+    const int64_t block = std::max<int64_t>(1, (192 * 1024) / (k * P * int64_t(sizeof(T)))) * P;
+    const int64_t row_blocks = (nr + kRows - 1) / kRows;
+    const T* panels = packed_.data_ptr<T>();
+    // A thread's share is at least ~2^20 multiply-adds (tens of microseconds): waking the
+    // pool costs more than that saves for a small product.
+    const int64_t grain = std::max<int64_t>(1, (int64_t(1) << 20) / (kRows * std::max<int64_t>(nc, 1) * k));
+    at::parallel_for(0, row_blocks, grain, [&](int64_t i0, int64_t i1) {
+      for (int64_t cb = 0; cb < nc; cb += block) {
+        const int64_t cb_end = std::min(nc, cb + block);
+        for (int64_t i = i0; i < i1; ++i) {
+          const int64_t r = i * kRows;
+          const int64_t rows = std::min<int64_t>(kRows, nr - r);
+          const T* ar = a + (r0 + r) * k;
+          for (int64_t c = cb; c < cb_end; c += P) {
+            const T* panel = panels + (c0 + c) / P * k * P;
+            tile(rows, ar, panel, out + r * ldo + c, ldo, std::min<int64_t>(P, cb_end - c));
+          }
+        }
+      }
+    });
+  }
+
+ private:
+  void tile(int64_t rows, const T* a, const T* panel, T* out, int64_t ldo, int64_t cols) const {
+    switch (rows) {
+      case 6: return tile<6>(a, panel, out, ldo, cols);
+      case 5: return tile<5>(a, panel, out, ldo, cols);
+      case 4: return tile<4>(a, panel, out, ldo, cols);
+      case 3: return tile<3>(a, panel, out, ldo, cols);
+      case 2: return tile<2>(a, panel, out, ldo, cols);
+      default: return tile<1>(a, panel, out, ldo, cols);
+    }
+  }
+
+  template <int R>
+  void tile(const T* a, const T* panel, T* out, int64_t ldo, int64_t cols) const {
+    const int64_t k = k_;
+    V acc[R][kVecs];
+#pragma GCC unroll 6
+    for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+      for (int j = 0; j < kVecs; ++j) acc[r][j] = V(T(0));
+    for (int64_t p = 0; p < k; ++p) {
+      V b[kVecs];
+#pragma GCC unroll 4
+      for (int j = 0; j < kVecs; ++j) b[j] = V::loadu(panel + p * P + j * L);
+#pragma GCC unroll 6
+      for (int r = 0; r < R; ++r) {
+        const V ar(a[r * k + p]);
+#pragma GCC unroll 4
+        for (int j = 0; j < kVecs; ++j) acc[r][j] = at::vec::fmadd(ar, b[j], acc[r][j]);
+      }
+    }
+    // Constant indices only (every loop unrolled): a runtime index into acc, or branches
+    // between the stores, make the compiler keep the accumulators in memory.
+    if (cols == P) {
+#pragma GCC unroll 6
+      for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+        for (int j = 0; j < kVecs; ++j) acc[r][j].store(out + r * ldo + j * L);
+      return;
+    }
+    alignas(64) T edge[R][P];  // the last panel of a row: only cols < P columns exist
+#pragma GCC unroll 6
+    for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+      for (int j = 0; j < kVecs; ++j) acc[r][j].store(&edge[r][j * L]);
+    for (int r = 0; r < R; ++r) std::copy(edge[r], edge[r] + cols, out + r * ldo);
+  }
+
+  int64_t n_ = 0, k_ = 0;
+  at::Tensor packed_;
+};
+
+}  // namespace CPU_CAPABILITY
+}  // namespace tp::cpu
