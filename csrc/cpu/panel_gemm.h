@@ -22,6 +22,22 @@
 namespace tp::cpu {
 inline namespace CPU_CAPABILITY {
 
+// Packs n rows of d contiguous features into panels of `width` columns, panel q at
+// dst + q * d * width laid out [d][width] (column c's feature k at [k][c - q * width]).
+// dst holds ceil(n / width) * d * width values; padding columns are left untouched.
+template <typename T>
+void pack_column_panels(const T* src, int64_t n, int64_t d, int64_t width, T* dst) {
+  const int64_t panels = (n + width - 1) / width;
+  at::parallel_for(0, panels, 16, [&](int64_t q0, int64_t q1) {
+    for (int64_t q = q0; q < q1; ++q) {
+      T* panel = dst + q * d * width;
+      const int64_t c_end = std::min(n, (q + 1) * width);
+      for (int64_t c = q * width; c < c_end; ++c)
+        for (int64_t k = 0; k < d; ++k) panel[k * width + (c - q * width)] = src[c * d + k];
+    }
+  });
+}
+
 template <typename T>
 class PanelGemm {
   using V = at::vec::Vectorized<T>;
@@ -67,15 +83,7 @@ class PanelGemm {
     // The CPU allocator aligns to 64 bytes, so every panel row is vector-aligned.
     const auto dtype = at::TensorOptions().dtype(c10::CppTypeToScalarType<T>::value);
     packed_ = at::zeros({std::max<int64_t>(panels * k * P, 1)}, dtype);
-    T* dst = packed_.data_ptr<T>();
-    at::parallel_for(0, panels, 16, [&](int64_t q0, int64_t q1) {
-      for (int64_t q = q0; q < q1; ++q) {
-        T* panel = dst + q * k * P;
-        const int64_t c_end = std::min(n, (q + 1) * P);
-        for (int64_t c = q * P; c < c_end; ++c)
-          for (int64_t p = 0; p < k; ++p) panel[p * P + (c - q * P)] = b[c * k + p];
-      }
-    });
+    pack_column_panels(b, n, k, P, packed_.data_ptr<T>());
   }
 
   bool empty() const { return !packed_.defined(); }

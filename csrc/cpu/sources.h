@@ -103,15 +103,7 @@ class ElementwiseSource final : public TileSource<T> {
     const int64_t cols = this->cols_;
     const int64_t chunks = (cols + W - 1) / W;
     packed_.assign(size_t(chunks * std::max<int64_t>(d, 1) * W), T(0));
-    T* dst = packed_.data();
-    at::parallel_for(0, chunks, 16, [&](int64_t q0, int64_t q1) {
-      for (int64_t q = q0; q < q1; ++q) {
-        T* chunk = dst + q * d * W;
-        const int64_t c_end = std::min(cols, (q + 1) * W);
-        for (int64_t c = q * W; c < c_end; ++c)
-          for (int64_t k = 0; k < d; ++k) chunk[k * W + (c - q * W)] = colp[c * d + k];
-      }
-    });
+    pack_column_panels(colp, cols, d, W, packed_.data());
   }
 
   void produce(int64_t r0, int64_t nr, int64_t c0, int64_t nc, T* out, int64_t ldo) const override {
