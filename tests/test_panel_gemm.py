@@ -1,6 +1,7 @@
 """The products X Y^T under every inner-product metric (csrc/cpu/panel_gemm.h: our register-tile
-GEMM for up to 256 features on AVX2/AVX512, BLAS otherwise), checked against numpy's float64
-products in every CPU capability the engines are compiled for (each in a fresh process).
+GEMM for up to 256 features on AVX2/AVX512, BLAS otherwise), checked against numpy's products
+in extended precision, in every CPU capability the engines are compiled for (each in a fresh
+process).
 
 The shapes are chosen to cross each edge of the kernel: row remainders of the 6-row register
 tile, the last (partial) column panel, the L2 column blocks of one call, the 512-column tiles of
@@ -26,7 +27,7 @@ PRODUCT_CHECK = textwrap.dedent("""
     worst = 0.0
 
     def check(got, x, y, k, dtype, mask=1.0):
-        # got: [..., n, m]; x: [..., n, k], y: [..., m, k] as float64 numpy arrays
+        # got: [..., n, m]; x: [..., n, k], y: [..., m, k]: the operands' exact values (float64)
         global worst
         # extended precision (x87, 64-bit mantissa): the float64 products' own rounding would
         # be as large as the error being measured
