@@ -7,6 +7,7 @@
 
 #include <array>
 
+#include "cpu/capability.h"
 #include "engines/request.h"
 
 namespace tp::cpu {
@@ -43,7 +44,5 @@ TP_DECLARE_CPU_CONSUMERS(isa_AVX512)
 // The capability chosen for this machine (honours ATEN_CPU_CAPABILITY=default|avx2|avx512).
 TP_DECLARE_CPU_CONSUMERS(dispatch)
 
-// "DEFAULT", "AVX2" or "AVX512".
-const char* cpu_capability_name();
 
 }  // namespace tp::cpu

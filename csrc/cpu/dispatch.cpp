@@ -1,45 +1,39 @@
-// Picks the CPU capability once per process: the best the machine supports, unless
-// ATEN_CPU_CAPABILITY (the variable ATen itself honours) asks for less.
+// The CPU capability of this process (cpu/capability.h) and the consumers' entry points for
+// it: each forwards to the copy compiled for this machine.
 #include <cstdlib>
 #include <cstring>
 #include <string>
 
+#include "cpu/capability.h"
 #include "cpu/consumers.h"
 #include "cpu/pdist.h"
 #include "cpu/popcount.h"
 
 namespace tp::cpu {
-namespace {
-
-enum class Capability { kDefault, kAvx2, kAvx512 };
-
-Capability detect() {
-  Capability best = Capability::kDefault;
-#if defined(__x86_64__) || defined(_M_X64)
-  __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) best = Capability::kAvx2;
-  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
-      __builtin_cpu_supports("avx512dq"))
-    best = Capability::kAvx512;
-#endif
-  if (const char* env = std::getenv("ATEN_CPU_CAPABILITY")) {
-    std::string want(env);
-    for (auto& ch : want) ch = char(std::tolower(ch));
-    if (want == "default") return Capability::kDefault;
-    if (want == "avx2" && best != Capability::kDefault) return Capability::kAvx2;
-  }
-  return best;
-}
 
 Capability capability() {
-  static const Capability c = detect();
+  static const Capability c = [] {
+    Capability best = Capability::kDefault;
+#if defined(__x86_64__) || defined(_M_X64)
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) best = Capability::kAvx2;
+    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+        __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq"))
+      best = Capability::kAvx512;
+#endif
+    if (const char* env = std::getenv("ATEN_CPU_CAPABILITY")) {
+      std::string want(env);
+      for (auto& ch : want) ch = char(std::tolower(ch));
+      if (want == "default") return Capability::kDefault;
+      if (want == "avx2" && best != Capability::kDefault) return Capability::kAvx2;
+    }
+    return best;
+  }();
   return c;
 }
 
-}  // namespace
-
-const char* cpu_capability_name() {
-  switch (capability()) {
+const char* capability_name(Capability c) {
+  switch (c) {
     case Capability::kAvx512:
       return "AVX512";
     case Capability::kAvx2:
@@ -49,15 +43,8 @@ const char* cpu_capability_name() {
   }
 }
 
-#define TP_FORWARD(fn, ...)                  \
-  switch (capability()) {                    \
-    case Capability::kAvx512:                \
-      return isa_AVX512::fn(__VA_ARGS__);    \
-    case Capability::kAvx2:                  \
-      return isa_AVX2::fn(__VA_ARGS__);      \
-    default:                                 \
-      return isa_DEFAULT::fn(__VA_ARGS__);   \
-  }
+// The copies for this machine's capability.
+#define TP_FORWARD(fn, ...) return TP_CPU_STUB(fn).get()(__VA_ARGS__);
 
 namespace dispatch {
 at::Tensor dense(const Request& req) { TP_FORWARD(dense, req) }
@@ -83,10 +70,6 @@ Grads5 softmax_matmul_backward(const at::Tensor& grad, const Request& req, const
                                const at::Tensor& out, const at::Tensor& lse, std::array<bool, 5> mask) {
   TP_FORWARD(softmax_matmul_backward, grad, req, v, out, lse, mask)
 }
-}  // namespace dispatch
-
-// ---- pdist (cpu/pdist_cpu.cpp) ----
-namespace dispatch {
 at::Tensor pdist(const Request& req) { TP_FORWARD(pdist, req) }
 Grads4 pdist_backward(const at::Tensor& grad, const Request& req, std::array<bool, 4> mask) {
   TP_FORWARD(pdist_backward, grad, req, mask)
@@ -151,14 +134,11 @@ const char* pop_path_name(PopPath p) {
 
 template <typename T>
 PopcountKernel<T> popcount_kernel() {
-  switch (pop_path()) {
-    case PopPath::kAvx512:
-      return &isa_AVX512::popcount_tt;
-    case PopPath::kAvx2:
-      return &isa_AVX2::popcount_tt;
-    default:
-      return &isa_DEFAULT::popcount_tt;
-  }
+  // The popcount paths are the capabilities' copies (scalar = DEFAULT's).
+  using Fn = PopcountKernel<T>;
+  const Stub<Fn> stub{{static_cast<Fn>(&isa_DEFAULT::popcount_tt), static_cast<Fn>(&isa_AVX2::popcount_tt),
+                       static_cast<Fn>(&isa_AVX512::popcount_tt)}};
+  return stub.get(static_cast<Capability>(pop_path()));
 }
 template PopcountKernel<float> popcount_kernel<float>();
 template PopcountKernel<double> popcount_kernel<double>();

@@ -23,14 +23,8 @@
 namespace tp::seq {
 namespace {
 
-// The engines compiled for this machine's CPU capability (cpu/dispatch.cpp's choice).
-#define TP_SEQ_FORWARD(fn, ...)                                         \
-  do {                                                                  \
-    const std::string cap = tp::cpu::cpu_capability_name();             \
-    if (cap == "AVX512") return isa_AVX512::fn(__VA_ARGS__);            \
-    if (cap == "AVX2") return isa_AVX2::fn(__VA_ARGS__);                \
-    return isa_DEFAULT::fn(__VA_ARGS__);                                \
-  } while (0)
+// The engines compiled for this machine's CPU capability (cpu/capability.h).
+#define TP_SEQ_FORWARD(fn, ...) return TP_CPU_STUB(fn).get()(__VA_ARGS__)
 
 at::Tensor dense_cpu(const at::Tensor& x, const at::Tensor& xl, const at::Tensor& y, const at::Tensor& yl,
                      const Params& p) {
@@ -188,7 +182,6 @@ TORCH_LIBRARY_FRAGMENT(torchpair, m) {
         tags);
 }
 
-TORCH_LIBRARY_IMPL(torchpair, CPU, m) { tp::seq::register_kernels(m); }
-TORCH_LIBRARY_IMPL(torchpair, CUDA, m) { tp::seq::register_kernels(m); }
-TORCH_LIBRARY_IMPL(torchpair, XPU, m) { tp::seq::register_kernels(m); }
-TORCH_LIBRARY_IMPL(torchpair, MPS, m) { tp::seq::register_kernels(m); }
+// The CPU engines serve every device (other devices' tensors are copied to the CPU), so
+// one registration for all of them.
+TORCH_LIBRARY_IMPL(torchpair, CompositeExplicitAutograd, m) { tp::seq::register_kernels(m); }

@@ -1,0 +1,179 @@
+#pragma once
+// The backend kernels of the core operators, written once for every backend.
+//
+// A backend is a type with one static function per consumer (see cpu/register.cpp and
+// generic/register.cpp); `register_core_kernels<Engine>(m)` validates each call's arguments
+// (so a wrong call to an internal operator is a clear error, never a crash), lays the tensors
+// out as an engine::Request and calls the backend. Each backend registers itself by dispatch
+// key, the torchvision way:
+//   CPU                        cpu/register.cpp      (native engines, per CPU capability)
+//   CompositeExplicitAutograd  generic/register.cpp  (ATen on tiles: every other device)
+// A device with kernels of its own registers its key (e.g. CUDA) and takes precedence over
+// the generic fallback; no operator code changes.
+#include <ATen/ATen.h>
+#include <torch/library.h>
+
+#include <array>
+#include <optional>
+#include <tuple>
+
+#include "engines/request.h"
+
+namespace tp::ops::core {
+
+using Opt = std::optional<at::Tensor>;
+using Dtype = std::optional<at::ScalarType>;
+using engine::Grads4;
+using engine::Grads5;
+using engine::Request;
+using engine::RowReduction;
+
+// Validation shared by every backend (ops/kernels.cpp). `op` names the operator in messages.
+Request make_request(const char* op, const at::Tensor& x, const at::Tensor& y, const Opt& a, const Opt& b,
+                     c10::string_view kernel, at::ArrayRef<double> scalars, bool symmetric, bool transpose,
+                     Dtype dtype);
+void check_v(const char* op, const at::Tensor& v, const Request& req);
+void check_grad(const char* op, const at::Tensor& grad, const Request& req, at::IntArrayRef expected);
+RowReduction parse_reduction(const char* op, c10::string_view reduction);
+void check_topk(const char* op, int64_t k, const Request& req);
+// x and y of the same shape (pdist, matched pairs); self_mask checked and returned.
+Request same_shape_request(const char* op, const at::Tensor& x, const at::Tensor& y, const Opt& a, const Opt& b,
+                           c10::string_view kernel, at::ArrayRef<double> scalars, bool symmetric, Dtype dtype);
+at::Tensor check_self_mask(const char* op, const Opt& self_mask, const at::Tensor& x);
+// Unrequested gradients come back as zeros of the right shape (empty for absent a/b).
+std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> grads4(Grads4 g, const Request& req,
+                                                                  std::array<bool, 4> mask);
+std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor> grads5(Grads5 g, const Request& req,
+                                                                              const at::Tensor& v,
+                                                                              std::array<bool, 5> mask);
+
+using Back4 = std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor>;
+using Back5 = std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor>;
+
+template <class E>
+struct Kernels {
+  static at::Tensor dense(const at::Tensor& x, const at::Tensor& y, const Opt& a, const Opt& b,
+                          c10::string_view kernel, at::ArrayRef<double> scalars, bool symmetric, bool transpose,
+                          Dtype dtype) {
+    return E::dense(make_request("_dense", x, y, a, b, kernel, scalars, symmetric, transpose, dtype));
+  }
+  static Back4 dense_backward(const at::Tensor& grad, const at::Tensor& x, const at::Tensor& y, const Opt& a,
+                              const Opt& b, c10::string_view kernel, at::ArrayRef<double> scalars, bool symmetric,
+                              bool transpose, Dtype dtype, std::array<bool, 4> mask) {
+    auto req = make_request("_dense_backward", x, y, a, b, kernel, scalars, symmetric, transpose, dtype);
+    check_grad("_dense_backward", grad, req, {req.batch(), req.rows(), req.cols()});
+    return grads4(E::dense_backward(grad.contiguous(), req, mask), req, mask);
+  }
+  static at::Tensor matmul(const at::Tensor& x, const at::Tensor& y, const Opt& a, const Opt& b, const at::Tensor& v,
+                           c10::string_view kernel, at::ArrayRef<double> scalars, bool symmetric, bool transpose,
+                           Dtype dtype) {
+    auto req = make_request("_matmul", x, y, a, b, kernel, scalars, symmetric, transpose, dtype);
+    check_v("_matmul", v, req);
+    return E::matmul(req, v.contiguous());
+  }
+  static Back5 matmul_backward(const at::Tensor& grad, const at::Tensor& x, const at::Tensor& y, const Opt& a,
+                               const Opt& b, const at::Tensor& v, c10::string_view kernel,
+                               at::ArrayRef<double> scalars, bool symmetric, bool transpose, Dtype dtype,
+                               std::array<bool, 5> mask) {
+    auto req = make_request("_matmul_backward", x, y, a, b, kernel, scalars, symmetric, transpose, dtype);
+    check_v("_matmul_backward", v, req);
+    check_grad("_matmul_backward", grad, req, {req.batch(), req.rows(), v.size(2)});
+    return grads5(E::matmul_backward(grad.contiguous(), req, v.contiguous(), mask), req, v, mask);
+  }
+  static at::Tensor row_reduce(const at::Tensor& x, const at::Tensor& y, const Opt& a, const Opt& b,
+                               c10::string_view reduction, c10::string_view kernel, at::ArrayRef<double> scalars,
+                               bool symmetric, bool transpose, Dtype dtype) {
+    auto req = make_request("_row_reduce", x, y, a, b, kernel, scalars, symmetric, transpose, dtype);
+    return E::row_reduce(req, parse_reduction("_row_reduce", reduction));
+  }
+  static Back4 row_reduce_backward(const at::Tensor& grad, const at::Tensor& x, const at::Tensor& y, const Opt& a,
+                                   const Opt& b, c10::string_view reduction, const at::Tensor& result,
+                                   c10::string_view kernel, at::ArrayRef<double> scalars, bool symmetric,
+                                   bool transpose, Dtype dtype, std::array<bool, 4> mask) {
+    const char* op = "_row_reduce_backward";
+    auto req = make_request(op, x, y, a, b, kernel, scalars, symmetric, transpose, dtype);
+    const auto r = parse_reduction(op, reduction);
+    check_grad(op, grad, req, {req.batch(), req.rows()});
+    check_grad(op, result, req, {req.batch(), req.rows()});
+    return grads4(E::row_reduce_backward(grad.contiguous(), req, r, result.contiguous(), mask), req, mask);
+  }
+  static std::tuple<at::Tensor, at::Tensor> topk(const at::Tensor& x, const at::Tensor& y, const Opt& a,
+                                                 const Opt& b, int64_t k, bool largest, bool nan_first,
+                                                 c10::string_view kernel, at::ArrayRef<double> scalars,
+                                                 bool symmetric, bool transpose, Dtype dtype) {
+    auto req = make_request("_topk", x, y, a, b, kernel, scalars, symmetric, transpose, dtype);
+    check_topk("_topk", k, req);
+    return E::topk(req, k, largest, nan_first);
+  }
+  static std::tuple<at::Tensor, at::Tensor> softmax_matmul(const at::Tensor& x, const at::Tensor& y, const Opt& a,
+                                                           const Opt& b, const at::Tensor& v,
+                                                           c10::string_view kernel, at::ArrayRef<double> scalars,
+                                                           bool symmetric, bool transpose, Dtype dtype) {
+    auto req = make_request("_softmax_matmul", x, y, a, b, kernel, scalars, symmetric, transpose, dtype);
+    check_v("_softmax_matmul", v, req);
+    return E::softmax_matmul(req, v.contiguous());
+  }
+  static Back5 softmax_matmul_backward(const at::Tensor& grad, const at::Tensor& x, const at::Tensor& y,
+                                       const Opt& a, const Opt& b, const at::Tensor& v, const at::Tensor& out,
+                                       const at::Tensor& lse, c10::string_view kernel, at::ArrayRef<double> scalars,
+                                       bool symmetric, bool transpose, Dtype dtype, std::array<bool, 5> mask) {
+    const char* op = "_softmax_matmul_backward";
+    auto req = make_request(op, x, y, a, b, kernel, scalars, symmetric, transpose, dtype);
+    check_v(op, v, req);
+    check_grad(op, grad, req, {req.batch(), req.rows(), v.size(2)});
+    check_grad(op, out, req, {req.batch(), req.rows(), v.size(2)});
+    check_grad(op, lse, req, {req.batch(), req.rows()});
+    return grads5(E::softmax_matmul_backward(grad.contiguous(), req, v.contiguous(), out.contiguous(),
+                                             lse.contiguous(), mask),
+                  req, v, mask);
+  }
+  static at::Tensor pdist(const at::Tensor& x, const at::Tensor& y, const Opt& a, const Opt& b,
+                          c10::string_view kernel, at::ArrayRef<double> scalars, bool symmetric, Dtype dtype) {
+    return E::pdist(same_shape_request("_pdist", x, y, a, b, kernel, scalars, symmetric, dtype));
+  }
+  static Back4 pdist_backward(const at::Tensor& grad, const at::Tensor& x, const at::Tensor& y, const Opt& a,
+                              const Opt& b, c10::string_view kernel, at::ArrayRef<double> scalars, bool symmetric,
+                              Dtype dtype, std::array<bool, 4> mask) {
+    auto req = same_shape_request("_pdist_backward", x, y, a, b, kernel, scalars, symmetric, dtype);
+    const int64_t n = req.x.size(1);
+    check_grad("_pdist_backward", grad, req, {req.batch(), n * (n - 1) / 2});
+    return grads4(E::pdist_backward(grad.contiguous(), req, mask), req, mask);
+  }
+  static at::Tensor paired(const at::Tensor& x, const at::Tensor& y, const Opt& a, const Opt& b,
+                           const Opt& self_mask, c10::string_view kernel, at::ArrayRef<double> scalars,
+                           Dtype dtype) {
+    auto req = same_shape_request("_paired", x, y, a, b, kernel, scalars, false, dtype);
+    return E::paired(req, check_self_mask("_paired", self_mask, x));
+  }
+  static Back4 paired_backward(const at::Tensor& grad, const at::Tensor& x, const at::Tensor& y, const Opt& a,
+                               const Opt& b, const Opt& self_mask, c10::string_view kernel,
+                               at::ArrayRef<double> scalars, Dtype dtype, std::array<bool, 4> mask) {
+    auto req = same_shape_request("_paired_backward", x, y, a, b, kernel, scalars, false, dtype);
+    const at::Tensor m = check_self_mask("_paired_backward", self_mask, x);
+    check_grad("_paired_backward", grad, req, {req.batch(), req.rows()});
+    return grads4(E::paired_backward(grad, req, m), req, mask);
+  }
+};
+
+// Registers E's kernels for every core operator it implements.
+template <class E>
+void register_core_kernels(torch::Library& m) {
+  using K = Kernels<E>;
+  m.impl("_dense", &K::dense);
+  m.impl("_dense_backward", &K::dense_backward);
+  m.impl("_matmul", &K::matmul);
+  m.impl("_matmul_backward", &K::matmul_backward);
+  m.impl("_row_reduce", &K::row_reduce);
+  m.impl("_row_reduce_backward", &K::row_reduce_backward);
+  m.impl("_topk", &K::topk);
+  m.impl("_softmax_matmul", &K::softmax_matmul);
+  m.impl("_softmax_matmul_backward", &K::softmax_matmul_backward);
+  m.impl("_pdist", &K::pdist);
+  m.impl("_pdist_backward", &K::pdist_backward);
+  if constexpr (E::kPaired) {
+    m.impl("_paired", &K::paired);
+    m.impl("_paired_backward", &K::paired_backward);
+  }
+}
+
+}  // namespace tp::ops::core
