@@ -79,8 +79,9 @@ distclean: clean
 	rm -rf $(VENV)
 
 # Every lazy consumer x every KeOps-translatable metric case, float32 and float64, values and
-# gradients, under tp.backend("keops") against the native engine (issue 6; `make test` runs a
-# subset). pykeops compiles each new formula once (cached in build/keops): hours when cold on 2 cores.
+# gradients, under tp.backend("keops") against the native engine (`make test` runs a subset).
+# pykeops compiles each new formula once (cached in build/keops); a cold cache means compiling
+# several hundred formulas, one g++ run each (docs/backends.md, "Tests").
 .PHONY: test-keops-full
 test-keops-full: build
 	TORCHPAIR_KEOPS_FULL=1 $(PY) -m pytest -q $(PYTEST_ARGS) tests/test_keops_backend.py

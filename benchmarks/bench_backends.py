@@ -1,4 +1,4 @@
-"""The same lazy calls under tp.backend("native") and tp.backend("keops") (issue 6).
+"""The same lazy calls under tp.backend("native") and tp.backend("keops").
 
     python benchmarks/bench_backends.py [--quick] [--device cpu|cuda] [--json out.json]
 
@@ -25,8 +25,8 @@ import torchpair as tp  # noqa: E402
 try:
     import pykeops.config as _pykeops_config
 
-    # KeOps compiles each formula as one translation unit: link-time optimisation adds compile
-    # time (minutes per formula on a busy 2-core machine) and no cross-unit inlining; -O3 stays.
+    # KeOps compiles each formula as one translation unit: link-time optimisation only adds
+    # compile time (there is no other unit to inline across); -O3 stays.
     _pykeops_config.pykeops_base.cpp_flags = _pykeops_config.pykeops_base.cpp_flags.replace(" -flto=auto", "")
 except ImportError:  # the keops rows then report the ImportError
     pass

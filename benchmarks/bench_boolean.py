@@ -1,4 +1,4 @@
-"""Boolean comparisons benchmark (issue 4): bit-packed popcount engine vs scipy and torch.
+"""Boolean comparisons benchmark: bit-packed popcount engine vs scipy and torch.
 
     python benchmarks/bench_boolean.py [--quick] [--json out.json]
 
@@ -44,7 +44,7 @@ def torch_matmul_counts(X, Y, metric):
 
 
 def summary(results):
-    """Per workload: torchpair's speed-up over each anchor, against the issue's targets
+    """Per workload: torchpair's speed-up over each anchor, against the Boolean family's targets
     (>= 20x scipy, >= 2x the torch matmul formulation)."""
     by = {}
     for r in results:

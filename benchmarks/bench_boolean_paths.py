@@ -1,4 +1,4 @@
-"""The Boolean popcount engine's ISA paths side by side (issue 4 performance).
+"""The Boolean popcount engine's ISA paths side by side.
 
     python benchmarks/bench_boolean_paths.py [--threads T]
 

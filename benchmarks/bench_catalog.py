@@ -1,4 +1,4 @@
-"""Numeric catalog benchmark (issue 3): every metric, dense N = M = 2000, D = 32, float32.
+"""Numeric catalog benchmark: every metric, dense N = M = 2000, D = 32, float32.
 
     python benchmarks/bench_catalog.py [--quick] [--repeat 7] [--only cosine,canberra] [--json out.json]
 
@@ -153,7 +153,7 @@ def pdist_rows(results, rows, n, repeat):
                                max(1, repeat // 2), budget_s=30))
 
 
-# The inner-product family of issue 3 (computed from one GEMM per tile): "x GEMM" rows.
+# The inner-product family (computed from one GEMM per tile): "x GEMM" rows.
 GEMM_FAMILY = {"euclidean", "sqeuclidean", "cosine", "correlation", "linear", "polynomial", "sigmoid", "rbf",
                "mahalanobis", "seuclidean", "cosine_similarity", "matern", "rational_quadratic"}
 

@@ -1,4 +1,4 @@
-"""Streamed consumers benchmark (issue 5): kNN and the lazy reductions, side by side.
+"""Streamed consumers benchmark: kNN and the lazy reductions, side by side.
 
     python benchmarks/bench_consumers.py [--quick] [--json out.json]
 

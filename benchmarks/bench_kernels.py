@@ -1,4 +1,4 @@
-"""Kernel benchmark (issue 3, part B): dense N x M kernel matrices, float32, side by side.
+"""Kernel benchmark: dense N x M kernel matrices (sklearn and GP kernels), float32, side by side.
 
     python benchmarks/bench_kernels.py [--n 2000] [--d 32] [--repeat 7] [--only rbf,matern] [--json out.json]
 

@@ -4,8 +4,8 @@
 
 `linear` is the one metric whose torch formula is the GEMM itself, so this is the ratio of
 our product (PanelGemm, csrc/cpu/panel_gemm.h, for 1-256 features on AVX2/AVX512; BLAS
-above) to the BLAS call torch makes for the same product. Shapes: the issue 3 shape
-(2000 x 2000 x 32) in float32 and float64, the feature counts around it (3 to 257: 257 is
+above) to the BLAS call torch makes for the same product. Shapes: the catalog benchmarks'
+shape (2000 x 2000 x 32) in float32 and float64, the feature counts around it (3 to 257: 257 is
 past the kernel's limit, so it shows the BLAS path), tall and wide results, small ones where
 the fixed cost of a call dominates (below 2^21 multiply-adds a source calls BLAS), and batches
 of small matrices (against `x @ y.mT`, a batched GEMM). Both are timed in alternating rounds

@@ -1,4 +1,4 @@
-"""Token-sequence edit distances benchmark (issue 8): tp.seq.pairwise against
+"""Token-sequence edit distances benchmark: tp.seq.pairwise against
 rapidfuzz.process.cdist(workers=-1) and a Python loop over editdistance, in one run.
 
     python benchmarks/bench_sequences.py [--quick] [--json out.json] [--metrics a,b]

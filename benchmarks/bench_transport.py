@@ -1,4 +1,4 @@
-"""Exact optimal transport benchmark (issue 9): tp.emd2 against POT's ot.emd2, side by side.
+"""Exact optimal transport benchmark: tp.emd2 against POT's ot.emd2, side by side.
 
     python benchmarks/bench_transport.py [--quick] [--json out.json]
 

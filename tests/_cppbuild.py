@@ -44,8 +44,8 @@ def build() -> Path:
                  f"-DCMAKE_MAKE_PROGRAM={tool('ninja')}", f"-DCMAKE_PREFIX_PATH={tp.cmake_prefix_path}",
                  "-DCMAKE_BUILD_TYPE=Release", f"-DTORCHPAIR_TEST_REFS={BUILD / 'refs.pt'}"])
         assert r.returncode == 0, f"cmake configure failed:\n{r.stdout}\n{r.stderr}"
-    # From scratch this compiles several LibTorch translation units; a loaded 2-core CI machine
-    # needs more than the default 15 minutes.
+    # From scratch this compiles several LibTorch translation units, which on a small, loaded
+    # CI machine takes longer than the default 15 minutes.
     r = run([tool("cmake"), "--build", BUILD, "--", f"-j{min(4, os.cpu_count() or 1)}"], timeout=2400)
     assert r.returncode == 0, f"cmake build failed:\n{r.stdout}\n{r.stderr}"
     _built = True

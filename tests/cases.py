@@ -67,7 +67,7 @@ METRIC_CASES: list[MetricCase] = [
     MetricCase("rbf", {"gamma": 0.2}, _rbf(0.2)),
 ]
 
-# ---- issue 3b: sklearn kernels and GP kernels ------------------------------------------------
+# ---- sklearn kernels and GP kernels ---------------------------------------------------------
 def _gp(kernel_cls, **kw):
     """sklearn.gaussian_process.kernels.<kernel_cls>(**kw) as a pairwise oracle."""
     def oracle(x, y):
@@ -286,7 +286,7 @@ OP_CASES += [
 
 
 # ---------------------------------------------------------------------------------------
-# Numeric distances (issue 3a): scipy / sklearn oracles, independent numpy formulas where
+# Numeric distances: scipy / sklearn oracles, independent numpy formulas where
 # neither library has the metric (hellinger as gensim defines it, snr as
 # pytorch-metric-learning's SNRDistance).
 # ---------------------------------------------------------------------------------------
@@ -355,7 +355,7 @@ REPRESENTATIVE_METRICS += ["cityblock", "chebyshev", "cosine"]
 REPRESENTATIVE_CASES = [c for c in DIFFERENTIABLE_CASES if c.id in REPRESENTATIVE_METRICS]
 
 
-# ---- pdist (issue 3a): the public operator and the condensed core operator ----------------
+# ---- pdist: the public operator and the condensed core operator ---------------------------
 def _pdist_core_args(kernel, scalars, d, dtype, with_sides, symmetric):
     g = torch.Generator().manual_seed(6)
     x = torch.randn(2, 6, d, dtype=dtype, generator=g, requires_grad=True)
@@ -390,7 +390,7 @@ OP_CASES += [
 ]
 
 
-# ---- exact optimal transport (issue 9): emd, _emd, _emd_backward -------------------------
+# ---- exact optimal transport: emd, _emd, _emd_backward -----------------------------------
 def _emd_args(dtype, public=False):
     g = torch.Generator().manual_seed(9)
     a = torch.rand(2, 5, dtype=torch.float64, generator=g) + 0.1
@@ -418,7 +418,7 @@ OP_CASES += [
 
 
 # ---------------------------------------------------------------------------------------
-# Boolean family (issue 4): scipy / sklearn on the inputs' nonzero patterns (or values).
+# Boolean family: scipy / sklearn on the inputs' nonzero patterns (or values).
 # ---------------------------------------------------------------------------------------
 def _on_bools(metric):
     """scipy on the nonzero patterns; where scipy's value is NaN (0/0: two all-False rows for

@@ -1,4 +1,4 @@
-"""Boolean and equality comparisons (issue 4) against scipy / sklearn / numpy: exact counts,
+"""Boolean and equality comparisons against scipy / sklearn / numpy: exact counts,
 densities 0.01-0.99, D from 1 to 1000 (multiples of 64 and not), batched, non-contiguous,
 mixed dtypes; 0/0 conventions; hamming / equal on integer and float values (weighted);
 no gradients; lazy top-k / min / argmin against the dense oracle; the generic path;

@@ -38,7 +38,7 @@ def data(n, m, d=5, c=3, seed=0):
 
 @pytest.fixture(scope="module")
 def package():
-    """The AOTInductor package (compiled once: slow on 2 cores) and a data file for the C++
+    """The AOTInductor package (compiled once: Inductor's C++ compile is slow) and a data file for the C++
     runner with shapes other than the example's (N and M are dynamic)."""
     BUILD.mkdir(parents=True, exist_ok=True)
     X, Y, V = data(16, 12)

@@ -110,7 +110,7 @@ def test_gradients_match_dense_torch():
         torch.testing.assert_close(a, b)
 
 
-# ---- streamed consumers (issue 5) ----------------------------------------------------------
+# ---- streamed consumers --------------------------------------------------------------------
 CONSUMERS = {
     "mean": lambda K, v: K.mean(-1),
     "mean-cols": lambda K, v: K.mean(-2),

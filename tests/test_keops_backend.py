@@ -27,14 +27,14 @@ from torchpair.backends import KEOPS_METRICS
 import pykeops.config as _pykeops_config  # noqa: E402
 
 # Test-only: compile KeOps formulas without optimisation or link-time optimisation (-O3
-# -flto=auto make each pybind11 module take minutes on 2 busy cores; the test shapes are tiny).
+# -flto=auto multiply each pybind11 module's compile time; the test shapes are tiny).
 # Without -ffast-math or FMA-capable -march flags the floating-point results are the same.
 _pykeops_config.pykeops_base.cpp_flags = (_pykeops_config.pykeops_base.cpp_flags.replace(" -flto=auto", "")
                                           .replace(" -O3", " -O0"))
 
 PRESENT = [m for m in KEOPS_METRICS if m in tp.metrics()]
-#: The whole consumer x metric matrix compiles ~20 KeOps formulas per metric (each one g++ run,
-#: 8-60 s): TORCHPAIR_KEOPS_FULL=1 (`make test-keops-full`) runs every consumer on every metric
+#: The whole consumer x metric matrix compiles ~20 KeOps formulas per metric (each one g++
+#: run): TORCHPAIR_KEOPS_FULL=1 (`make test-keops-full`) runs every consumer on every metric
 #: case below, in float64 and float32, with gradients w.r.t. every operand, and every
 #: translation against scipy/sklearn. The default (CI) run covers, with few distinct formulas:
 #: every metric case by `K @ V` (value, gradient w.r.t. X) in float64; every consumer on rbf

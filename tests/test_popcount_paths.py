@@ -1,4 +1,4 @@
-"""The Boolean popcount engine's ISA paths (issue 4 performance): every path this machine can
+"""The Boolean popcount engine's ISA paths: every path this machine can
 run (scalar, AVX2 nibble-LUT, AVX512-VPOPCNTDQ; TORCHPAIR_POPCOUNT picks one) against scipy
 on random bits with D not a multiple of 64, register-block and panel tails (rows not a
 multiple of the row block, columns not a multiple of 16), word counts across the AVX2 byte

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import torch
 
-# ---- issue 11: every fake kernel checks that its tensors share one device -----------------
+# ---- every fake kernel checks that its tensors share one device ---------------------------
 # A call that mixes devices (e.g. a cpu tensor and a meta tensor) dispatches to the Meta
 # kernel, which would otherwise return a meta result silently. Checked by name here.
 def _checked(fn, qualname):

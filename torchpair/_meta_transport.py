@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import torch
 
-from ._meta import register_fake  # one-device check (issue 11)
+from ._meta import register_fake  # with the one-device check
 
 
 @register_fake("torchpair::_emd")

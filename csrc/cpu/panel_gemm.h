@@ -3,9 +3,9 @@
 // sources.h inside the inline namespace CPU_CAPABILITY, so each capability gets its own copy.
 //
 // Why our own product instead of BLAS: MKL chooses its kernels by CPU vendor and runs a
-// generic path on AMD (2000 x 2000 x 32 float: 74-81 GFLOP/s per thread on a Zen 4, where this
-// kernel runs at 100-109); on Intel the two are at parity. With few features one pass of a
-// register tile over a packed panel is the whole product: no k blocking, no packing of A.
+// generic, slower path on non-Intel CPUs, where this tile is faster; on Intel CPUs the two
+// are at parity (both at the FMA peak). With few features one pass of a register tile over a
+// packed panel is the whole product: no k blocking, no packing of A.
 //
 // Layout: the column operand B [n x k] is packed once into panels of P columns, each panel
 // [k][P] contiguous, vector-aligned and zero-padded past n: the micro-kernel streams it. A
@@ -61,9 +61,9 @@ class PanelGemm {
 #endif
   static constexpr int64_t kMaxDim = 256;
   // Below ~2M multiply-adds per source, packing (an allocation and a copy of the operand per
-  // source, per batch) costs what the faster tile saves: B = 1000 batches of 16 x 16 x 32
-  // took 3.4 ms this way against 0.28 ms through MKL's small-matrix path; single products
-  // cross over between 200 x 200 x 32 (32 against 30 us) and 300 x 300 x 32 (50 against 58).
+  // source, per batch) costs what the faster tile saves: batches of tiny matrices are many
+  // times faster through MKL's small-matrix path, and single products break even between
+  // 200 x 200 x 32 and 300 x 300 x 32 (benchmarks/bench_products.py measures both sides).
   // TORCHPAIR_PANEL_GEMM_MIN_WORK overrides it (the tests use 0 to send small shapes through).
   static int64_t min_work() {
     static const int64_t value = [] {

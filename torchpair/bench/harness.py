@@ -27,11 +27,10 @@ class Result:
 
 
 #: Warm-up time before an implementation is timed (at least `warmup` calls, more until this
-#: much time has passed). Two effects made whichever row came first after another look slow:
-#: BLAS worker threads busy-wait after a call (numpy's OpenBLAS for ~0.1 s), sharing a 2-core
-#: machine with the next implementation (tp.pairwise linear, 2000 x 2000 x 32: 8.1 ms right
-#: after a numpy GEMM, 2.5 ms later); and an idle virtual CPU takes a while to get back to full
-#: speed (the first calls after a pause ran 2-5x slower than the rest).
+#: much time has passed). Two effects make whichever row comes first after another look slow:
+#: BLAS worker threads busy-wait after a call (numpy's OpenBLAS for ~0.1 s), taking the cores
+#: from the next implementation, which then runs several times slower; and an idle virtual CPU
+#: takes a while to get back to full speed.
 WARMUP_S = 0.3
 
 
