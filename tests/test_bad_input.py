@@ -685,6 +685,15 @@ for _api, _mk in (("LazyPairwise", lambda: tp.lazy(_x(), _y())),
     raises(f"{_api}.sum", "dim-out-of-range", lambda mk=_mk: mk().sum(-3), ValueError, r"'dim' -3 is out of range")
     raises(f"{_api}.mean", "dim-float", lambda mk=_mk: mk().mean(1.0), TypeError, r"'dim'")
     raises(f"{_api}.logsumexp", "dim-bool", lambda mk=_mk: mk().logsumexp(True), TypeError, r"'dim'")
+    raises(f"{_api}.logsumexp", "log_weight-rows", lambda mk=_mk: mk().logsumexp(-1, log_weight=T.zeros(3)),
+           ValueError, r"'log_weight' has 3 entries")
+    raises(f"{_api}.logsumexp", "scale-nan", lambda mk=_mk: mk().logsumexp(-1, scale=float("nan")), ValueError,
+           r"'scale' must be finite")
+    raises(f"{_api}.count", "threshold-str", lambda mk=_mk: mk().count("1"), TypeError, r"'threshold'")
+    raises(f"{_api}.count", "threshold-none", lambda mk=_mk: mk().count(None), TypeError, r"'threshold'")
+    raises(f"{_api}.count", "dim-out-of-range", lambda mk=_mk: mk().count(1.0, dim=2), ValueError,
+           r"'dim' 2 is out of range")
+    raises(f"{_api}.count", "dim-float", lambda mk=_mk: mk().count(1.0, dim=1.0), TypeError, r"'dim'")
     raises(f"{_api}.min", "dim-out-of-range", lambda mk=_mk: mk().min(5), ValueError, r"'dim' 5 is out of range")
     raises(f"{_api}.max", "dim-str", lambda mk=_mk: mk().max("x"), TypeError, r"'dim'")
     raises(f"{_api}.argmin", "dim-none", lambda mk=_mk: mk().argmin(None), TypeError, r"'dim'")
@@ -940,8 +949,9 @@ def _bw(name, grad, extra=(), mask=4, kernel="euclidean_direct", scalars=()):
         out, lse = _ops._softmax_matmul(x, y, None, None, v, "rbf_direct", [G], False, False)
         head = (v, out, lse)
         kernel, scalars = "rbf_direct", (G,)
-    return getattr(_ops, name)(grad, x, y, None, None, *head, kernel, list(scalars), False, False, None,
-                               [True] * mask)
+    tail = (1.0, None) if name == "_row_reduce_backward" else ()
+    return getattr(_ops, name)(grad, x, y, None, None, *head, kernel, list(scalars), False, False, None, *tail,
+                               [True] * (5 if name == "_row_reduce_backward" else mask))
 
 
 raises("torchpair::_dense_backward", "grad-shape", lambda: _bw("_dense_backward", T.randn(1, 5, 5)), ValueError,
@@ -1003,7 +1013,7 @@ gives("torchpair::_matmul_backward", "non-contiguous v and grad (gradients of th
       _matmul_bw_oracle, compare="pair")
 gives("torchpair::_row_reduce_backward", "empty-rows", lambda: _ops._row_reduce_backward(
     T.randn(1, 0), T.randn(1, 0, 3), T.randn(1, 4, 3), None, None, "sum", T.randn(1, 0), "rbf_direct", [G], False,
-    False, None, [True, True, False, False])[:2], lambda: (torch.empty(1, 0, 3), torch.zeros(1, 4, 3)), compare="pair")
+    False, None, 1.0, None, [True, True, False, False, False])[:2], lambda: (torch.empty(1, 0, 3), torch.zeros(1, 4, 3)), compare="pair")
 gives("torchpair::_softmax_matmul_backward", "empty-rows", lambda: _softmax_bw_empty(),
       lambda: (torch.empty(1, 0, 3), torch.zeros(1, 4, 3), None, None, torch.zeros(1, 4, 2)), compare="pair")
 

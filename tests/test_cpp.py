@@ -75,6 +75,9 @@ def references() -> dict[str, torch.Tensor]:
         ("softmax_matmul_cols", torch.softmax(K, -2).T @ W, L.softmax_matmul(W, dim=-2)),
         ("t_matmul", K.T @ W, L.T.matmul(W)),
         ("t_dense", K.T, L.T.to_dense()),
+        ("count_rows", (K <= 0.3).sum(-1), L.count(0.3)),
+        ("count_cols", (K <= 0.3).sum(-2), L.count(0.3, dim=-2)),
+        ("lse_weighted", torch.logsumexp(-2.5 * K + V[:, 0], -1), L.logsumexp(-1, scale=-2.5, log_weight=V[:, 0])),
         # parameters, aliases, batches, Y = X
         ("rbf_default_gamma", _rbf(X, Y, 1 / 4), tp.pairwise(X, Y, "rbf")),
         ("rbf_default_gamma_sum", _rbf(X, Y, 1 / 4).sum(-1), tp.lazy(X, Y, "rbf").sum(-1)),

@@ -25,6 +25,19 @@ def _broadcast_batch(x: torch.Tensor, y: torch.Tensor | None) -> torch.Size:
         ) from exc
 
 
+def _check_scale(what: str, scale) -> None:
+    if isinstance(scale, bool) or not isinstance(scale, (int, float)):
+        raise TypeError(f"torchpair.{what}: 'scale' must be a float, got {type(scale).__name__}")
+    if scale != scale or scale in (float("inf"), float("-inf")):
+        raise ValueError(f"torchpair.{what}: 'scale' must be finite, got {scale}")
+
+
+def _check_threshold(threshold) -> float:
+    if isinstance(threshold, bool) or not isinstance(threshold, (int, float)):
+        raise TypeError(f"torchpair.count: 'threshold' must be a float, got {type(threshold).__name__}")
+    return float(threshold)
+
+
 def _moveaxis_result(kind, values, indices, dim, ndim, squeeze=False):
     """The operator returns [..., rows, k] for the reduced dim; put k where dim was (as
     torch.topk does) or drop it (torch.min/max)."""
@@ -203,9 +216,33 @@ class LazyPairwise(_PairwiseExpression):
         """Mean over ``dim`` (-1, -2 or None for all); NaN over an empty set, as torch.mean."""
         return self._reduce("mean", dim)
 
-    def logsumexp(self, dim: int | None = None) -> torch.Tensor:
-        """``log(sum(exp(K)))`` over ``dim``, computed online (stable); -inf over an empty set."""
-        return self._reduce("logsumexp", dim)
+    def logsumexp(self, dim: int | None = None, *, scale: float = 1.0, log_weight: torch.Tensor | None = None
+                  ) -> torch.Tensor:
+        """``log(sum(exp(K)))`` over ``dim``, computed online (stable); -inf over an empty set.
+
+        With ``scale`` and ``log_weight`` (``[..., L]``, L the size of the reduced dimension;
+        needs ``dim``): ``log(sum_j exp(scale * K_ij + log_weight_j))`` — a weighted softmin or
+        softmax normaliser, e.g. a log-domain Sinkhorn half-step with ``scale = -1/eps`` and
+        ``log_weight = log b + g / eps``. Differentiable w.r.t. X, Y and ``log_weight``."""
+        if scale == 1.0 and log_weight is None:
+            return self._reduce("logsumexp", dim)
+        _check_scale("logsumexp", scale)
+        if log_weight is not None:
+            _params.check_tensor("logsumexp", "log_weight", log_weight)
+        if dim is None:
+            raise ValueError("torchpair.logsumexp: 'scale' and 'log_weight' need 'dim' (-1 or -2)")
+        d = self._normalize_dim(dim, "logsumexp")
+        return torch.ops.torchpair.lazy_reduce(self.X, self.Y, self.metric, "logsumexp", d, self.transposed,
+                                              float(scale), log_weight, **self.params)
+
+    def count(self, threshold: float, dim: int = -1) -> torch.Tensor:
+        """How many entries along ``dim`` are ``<= threshold`` (-1: per row ``[..., N]``; -2: per
+        column ``[..., M]``), int64, streamed: radius-neighbour counts, DBSCAN core points,
+        correlation sums. NaN entries never count. Not differentiable (an integer result)."""
+        threshold = _check_threshold(threshold)
+        d = self._normalize_dim(dim, "count")
+        return torch.ops.torchpair.lazy_reduce(self.X, self.Y, self.metric, "count", d, self.transposed,
+                                              threshold=threshold, **self.params)
 
     def _topk(self, what: str, k, dim: int, largest: bool, nan: str):
         if not isinstance(k, int) or isinstance(k, bool):
@@ -295,9 +332,28 @@ class DensePairwise(_PairwiseExpression):
         k = self.to_dense()
         return k.mean(dim=(-2, -1)) if dim is None else k.mean(self._normalize_dim(dim, "mean"))
 
-    def logsumexp(self, dim: int | None = None) -> torch.Tensor:
+    def logsumexp(self, dim: int | None = None, *, scale: float = 1.0, log_weight: torch.Tensor | None = None
+                  ) -> torch.Tensor:
         k = self.to_dense()
-        return torch.logsumexp(k, dim=(-2, -1)) if dim is None else torch.logsumexp(k, self._normalize_dim(dim, "logsumexp"))
+        if scale == 1.0 and log_weight is None:
+            return torch.logsumexp(k, dim=(-2, -1)) if dim is None else torch.logsumexp(k, self._normalize_dim(dim, "logsumexp"))
+        _check_scale("logsumexp", scale)
+        if dim is None:
+            raise ValueError("torchpair.logsumexp: 'scale' and 'log_weight' need 'dim' (-1 or -2)")
+        d = self._normalize_dim(dim, "logsumexp")
+        arg = k * scale
+        if log_weight is not None:
+            _params.check_tensor("logsumexp", "log_weight", log_weight)
+            L = self.shape[d]
+            if log_weight.dim() == 0 or log_weight.shape[-1] != L:
+                got = "a 0-d tensor" if log_weight.dim() == 0 else f"{log_weight.shape[-1]} entries"
+                raise ValueError(f"torchpair.logsumexp: 'log_weight' has {got} but the reduced dimension has {L}")
+            arg = arg + (log_weight.unsqueeze(-2) if d == -1 else log_weight.unsqueeze(-1))
+        return torch.logsumexp(arg, d)
+
+    def count(self, threshold: float, dim: int = -1) -> torch.Tensor:
+        threshold = _check_threshold(threshold)
+        return (self.to_dense() <= threshold).sum(self._normalize_dim(dim, "count"))
 
     def topk(self, k: int, dim: int = -1, largest: bool = True, sorted: bool = True):
         if not isinstance(sorted, bool):

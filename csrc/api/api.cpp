@@ -79,6 +79,22 @@ at::Tensor PairwiseExpression::sum(std::optional<int64_t> dim) const { return re
 at::Tensor PairwiseExpression::mean(std::optional<int64_t> dim) const { return reduce("mean", dim); }
 at::Tensor PairwiseExpression::logsumexp(std::optional<int64_t> dim) const { return reduce("logsumexp", dim); }
 
+at::Tensor PairwiseExpression::logsumexp(int64_t dim, double scale, const std::optional<at::Tensor>& log_weight) const {
+  const int64_t d = normalize_dim(dim, "logsumexp");
+  if (!lazy_) {
+    at::Tensor arg = dense() * scale;
+    if (log_weight.has_value()) arg = arg + (d == -1 ? log_weight->unsqueeze(-2) : log_weight->unsqueeze(-1));
+    return at::logsumexp(arg, {d});
+  }
+  return ops::lazy_reduce(x_, y_, metric_, "logsumexp", d, transposed_, options_.comparison, scale, log_weight);
+}
+
+at::Tensor PairwiseExpression::count(double threshold, int64_t dim) const {
+  const int64_t d = normalize_dim(dim, "count");
+  if (!lazy_) return dense().le(threshold).sum(d);
+  return ops::lazy_reduce(x_, y_, metric_, "count", d, transposed_, options_.comparison, 1.0, std::nullopt, threshold);
+}
+
 // The operator returns [..., rows, k] for the reduced dim; k goes where dim was (as at::topk
 // puts it), so a reduction over the rows (dim -2) gives [..., k, M].
 std::tuple<at::Tensor, at::Tensor> PairwiseExpression::select(const char* what, int64_t k, int64_t dim, bool largest,

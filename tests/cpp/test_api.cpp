@@ -147,6 +147,9 @@ void consumers(const Refs& r) {
     compare(r, "t_matmul", KT.matmul(W));
     compare(r, "sum_cols", KT.sum(-1));
     compare(r, "t_dense", KT.dense());
+    compare(r, "count_rows", K.count(0.3));
+    compare(r, "count_cols", K.count(0.3, -2));
+    compare(r, "lse_weighted", K.logsumexp(-1, -2.5, V.select(1, 0)));
   }
 }
 
