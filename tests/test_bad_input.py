@@ -1204,6 +1204,16 @@ for _api, _mk in (("LazySequences", lambda: tp.seq.lazy(_tok(5, 6), _tok(4, 6)))
           compare="exact")
     gives(f"{_api}.size", "dim-none-and-int", lambda mk=_mk: (mk().size(), mk().size(-2)),
           lambda: (torch.Size([5, 4]), 5), compare="exact")
+    # the consumers of the base class that sequence expressions do not stream: a clear error
+    for _name, _call in (("sum", lambda e: e.sum()), ("mean", lambda e: e.mean(-1)),
+                         ("logsumexp", lambda e: e.logsumexp(-2)), ("matmul", lambda e: e.matmul(T.ones(4))),
+                         ("__matmul__", lambda e: e @ T.ones(4, 2)),
+                         ("softmax_matmul", lambda e: e.softmax_matmul(T.ones(4, 2)))):
+        raises(f"{_api}.{_name}", "not-streamed", lambda mk=_mk, c=_call: c(mk()), NotImplementedError,
+               r"torchpair\.seq\.lazy\.(sum|mean|logsumexp|matmul|softmax_matmul): LazySequences does not")
+    raises(f"{_api}.sum", "dim-batch", lambda mk=_mk: mk().sum(0 - 3), ValueError, r"'dim'")
+    gives(f"{_api}.dim", "no-arguments", lambda mk=_mk: mk().dim(), lambda: 2, compare="exact")
+    gives(f"{_api}.mT", "transposed-shape", lambda mk=_mk: mk().mT().shape, lambda: torch.Size([4, 5]), compare="exact")
 raises("torchpair::_seq_topk", "k-too-large", lambda: _ops._seq_topk(_tok(1, 6)[None], T.full((1, 1), 6), _tok(2, 6)[None],
                                                                     T.full((1, 2), 6), "osa", [], False, 3, False),
        ValueError, r"'k'")
@@ -1395,6 +1405,16 @@ _grp("ShardedPairwise.matmul", "v-not-tensor", lambda: tpd.lazy(_x(), _y()).matm
 _grp("ShardedPairwise.matmul", "v-wrong-rows", lambda: tpd.lazy(_x(), _y()).matmul(T.randn(5, 2)), ValueError, r"'V'|'v'")
 _grp("ShardedPairwise.min", "dim-out-of-range", lambda: tpd.lazy(_x(), _y()).min(3), ValueError, r"'dim'")
 _grp("ShardedPairwise.argmax", "dim-none", lambda: tpd.lazy(_x(), _y()).argmax(None), TypeError, r"'dim'")
+_grp("ShardedPairwise.topk", "sorted-not-bool", lambda: tpd.lazy(_x(), _y()).topk(1, sorted="no"), TypeError,
+     r"torchpair\.distributed\.topk: 'sorted'")
+_grp("ShardedPairwise.softmax_matmul", "not-streamed", lambda: tpd.lazy(_x(), _y()).softmax_matmul(T.randn(4, 2)),
+     NotImplementedError, r"torchpair\.distributed\.softmax_matmul: ShardedPairwise does not")
+_grp("ShardedPairwise.to_dense", "not-streamed", lambda: tpd.lazy(_x(), _y()).to_dense(), NotImplementedError,
+     r"torchpair\.distributed\.to_dense")
+_grp("ShardedPairwise.size", "dim-out-of-range", lambda: tpd.lazy(_x(), _y()).size(2), ValueError, r"'dim'")
+_grp("ShardedPairwise.dim", "no-arguments", lambda: tpd.lazy(_x(), _y()).dim(), oracle=lambda: 2, compare="exact")
+_grp("ShardedPairwise.mT", "transposed-shape", lambda: tpd.lazy(_x(), _y()).mT().shape,
+     oracle=lambda: torch.Size([4, 5]), compare="exact")
 _grp("tp.distributed.ShardedPairwise", "params-not-dict", lambda: ShardedPairwise(_x(), _y(), "rbf", None, False, True,
                                                                                   None), TypeError, r"'params'")
 gives("tp.distributed.communication_stats", "no-arguments (a dict of counters)",

@@ -14,7 +14,6 @@ docs/backends.md for when a call still runs natively.
 from __future__ import annotations
 
 import dataclasses
-import functools
 import math
 import warnings
 from typing import Callable, Optional
@@ -23,6 +22,7 @@ import torch
 
 from . import _catalog
 from . import backends as _backends
+from .lazy import LazyPairwise
 
 
 class KeOpsFallbackWarning(UserWarning):
@@ -118,6 +118,12 @@ def _center_normalize(t: torch.Tensor) -> torch.Tensor:
     return _normalize_rows(t - t.mean(-1, keepdim=True))
 
 
+def _param(params, metric: str, name: str) -> float:
+    """A scalar parameter: the call's value, else the catalog's default."""
+    value = params.get(name)
+    return float(_catalog.info(metric).default(name) if value is None else value)
+
+
 def _gamma(params, d, default=None):
     g = params.get("gamma")
     if g is None:
@@ -148,7 +154,7 @@ def _t_chebyshev(params, d):
 def _t_minkowski(params, d):
     if params.get("w") is not None:
         return "minkowski with weights 'w' has no KeOps translation"
-    p = float(params.get("p", 2.0))
+    p = _param(params, "minkowski", "p")
     if math.isinf(p):
         return _t_chebyshev(params, d)
     if p == 1:
@@ -177,8 +183,8 @@ def _t_linear(params, d):
 
 
 def _t_polynomial(params, d):
-    degree = float(params.get("degree", 3.0))
-    consts = (_gamma(params, d), float(params.get("coef0", 1.0)))
+    degree = _param(params, "polynomial", "degree")
+    consts = (_gamma(params, d), _param(params, "polynomial", "coef0"))
     if _int_power(degree) is not None:
         return Formula(lambda x, y, c: _ipow(c[0] * _dot(x, y) + c[1], _int_power(degree)), consts)
     # a fractional power of a negative base is NaN, as numpy's float power
@@ -186,7 +192,7 @@ def _t_polynomial(params, d):
 
 
 def _t_sigmoid(params, d):
-    consts = (_gamma(params, d), float(params.get("coef0", 1.0)))
+    consts = (_gamma(params, d), _param(params, "sigmoid", "coef0"))
     return Formula(lambda x, y, c: _tanh(c[0] * _dot(x, y) + c[1]), consts)
 
 
@@ -205,17 +211,17 @@ def _chi2_sum(x, y):
 
 
 def _t_chi2(params, d):
-    return Formula(lambda x, y, c: (-c[0] * _chi2_sum(x, y)).exp(), (_gamma(params, d, default=1.0),))
+    return Formula(lambda x, y, c: (-c[0] * _chi2_sum(x, y)).exp(), (_gamma(params, d, default=_param({}, "chi2", "gamma")),))
 
 
 def _t_additive_chi2(params, d):
     return Formula(lambda x, y, c: -_chi2_sum(x, y))
 
 
-def _scale_by(params):
+def _scale_by(params, metric):
     ls = params.get("length_scales")
     if ls is None:
-        ls = float(params.get("length_scale", 1.0))
+        ls = _param(params, metric, "length_scale")
     return (lambda t: t / ls.to(t.dtype)) if isinstance(ls, torch.Tensor) else (lambda t: t / ls)
 
 
@@ -223,8 +229,8 @@ _SQRT3, _SQRT5 = math.sqrt(3.0), math.sqrt(5.0)
 
 
 def _t_matern(params, d):
-    nu = float(params.get("nu", 1.5))
-    pre = _scale_by(params)
+    nu = _param(params, "matern", "nu")
+    pre = _scale_by(params, "matern")
     if nu == 0.5:
         return Formula(lambda x, y, c: (-_sqrt0(_sqdist(x, y))).exp(), pre=pre)
     if nu == 1.5:
@@ -244,8 +250,8 @@ def _t_matern(params, d):
 
 
 def _t_rational_quadratic(params, d):
-    alpha = float(params.get("alpha", 1.0))
-    pre = _scale_by(params)
+    alpha = _param(params, "rational_quadratic", "alpha")
+    pre = _scale_by(params, "rational_quadratic")
     # (1 + d^2 / (2 alpha))^(-alpha) on rows scaled by the length scale; base >= 1
     return Formula(lambda x, y, c: _powf(1 + c[0] * _sqdist(x, y), -alpha), (1.0 / (2.0 * alpha),), pre=pre)
 
@@ -285,14 +291,6 @@ def keops_metrics() -> list[str]:
 # ---------------------------------------------------------------------------------------
 # When to use KeOps
 # ---------------------------------------------------------------------------------------
-def requested() -> bool:
-    """True inside tp.backend("keops") in eager mode. Compiling/exporting is checked first,
-    so dynamo never traces the thread-local state."""
-    if torch.compiler.is_compiling():
-        return False
-    return _backends.get_backend() == "keops"
-
-
 def _tracing(tensors) -> bool:
     is_exporting = getattr(torch.compiler, "is_exporting", None)
     if is_exporting is not None and is_exporting():
@@ -320,9 +318,8 @@ def _decline(reason: str, strict: bool):
     return None
 
 
-@functools.lru_cache(maxsize=None)
 def _canonical(metric: str) -> str:
-    return _catalog.metric_info(metric)["name"]
+    return _catalog.info(metric).name
 
 
 def _meta(t):
@@ -343,7 +340,7 @@ class _Plan:
 def _plan(X, Y, metric, params, others=(), selection=False) -> Optional[_Plan]:
     """The KeOps plan of one call, or None to run natively. Arguments are already validated
     (by the native operator on meta tensors)."""
-    _, strict = _backends._current()
+    _, strict = _backends.current()
     tensors = (X, Y, *others, *(v for v in params.values() if isinstance(v, torch.Tensor)))
     if _tracing(tensors):
         return None
@@ -446,7 +443,7 @@ def _batch(*tensors):
 
 
 # ---------------------------------------------------------------------------------------
-# Consumers (called by torchpair/lazy.py and torchpair/sets.py; None means "run natively")
+# Consumers (reached through torchpair.backends.dispatch; None means "run natively")
 # ---------------------------------------------------------------------------------------
 def matmul(e, V):
     out = torch.ops.torchpair.lazy_matmul(_meta(e.X), _meta(e.Y), _meta(V), e.metric, e.transposed,
@@ -508,8 +505,6 @@ def softmax_matmul(e, V, dim):
 
 # ---- set-level functions: the native compositions (csrc/ops/sets.cpp) on KeOps consumers --
 def _lazy(X, Y, metric, params):
-    from .lazy import LazyPairwise
-
     return LazyPairwise(X, Y, metric, params)
 
 
@@ -529,7 +524,7 @@ def knn(X, Y, k, metric, params):
     if k == 0:
         return None
     e = _lazy(X, Y, metric, params)
-    largest = _catalog.metric_info(metric)["kind"] == "similarity"
+    largest = _catalog.info(metric).is_similarity
     return topk(e, k, -1, largest, "largest")
 
 
@@ -587,3 +582,36 @@ def energy_distance(X, Y, metric, params):
           reduce(_lazy(Y, None, metric, params), "mean", None))
     positive = e2 > 0
     return torch.where(positive, torch.sqrt(torch.where(positive, e2, torch.ones_like(e2))), torch.zeros_like(e2))
+
+
+# ---------------------------------------------------------------------------------------
+# Registration (torchpair/backends.py calls these through its one dispatch point)
+# ---------------------------------------------------------------------------------------
+def _require_pykeops():
+    try:
+        import pykeops.torch  # noqa: F401
+    except ImportError as exc:
+        raise ImportError(
+            "torchpair.backend('keops') needs the optional dependency pykeops, which could not be imported "
+            f"({exc}); install it with: pip install torchpair[keops]"
+        ) from exc
+
+
+class _KeOpsBackend:
+    matmul = staticmethod(matmul)
+    reduce = staticmethod(reduce)
+    topk = staticmethod(topk)
+    softmax_matmul = staticmethod(softmax_matmul)
+    knn = staticmethod(knn)
+    hausdorff = staticmethod(hausdorff)
+    chamfer = staticmethod(chamfer)
+    mmd = staticmethod(mmd)
+    energy_distance = staticmethod(energy_distance)
+    metrics = staticmethod(keops_metrics)
+
+    @staticmethod
+    def supports(metric: str) -> bool:
+        return metric in TRANSLATIONS
+
+
+_backends.register_backend("keops", _KeOpsBackend(), on_enter=_require_pykeops)
