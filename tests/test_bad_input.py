@@ -493,7 +493,8 @@ SPECS = [
     Spec("tp.pairwise", lambda X, Y, m, **p: tp.pairwise(X, Y, m, **p), d_),
     Spec("tp.cdist", lambda X, Y, m, **p: tp.cdist(X, Y, m, **p), d_),
     Spec("tp.pdist", lambda X, Y, m, **p: tp.pdist(X, m, **p), lambda X, Y: condensed(d_(X, X)), x_only=True),
-    Spec("tp.lazy", lambda X, Y, m, **p: tp.lazy(X, Y, m, **p).sum(None), lambda X, Y: k_(X, Y).sum((-2, -1)), **_K),
+    # no dim: every dimension, batch included (torch.Tensor.sum())
+    Spec("tp.lazy", lambda X, Y, m, **p: tp.lazy(X, Y, m, **p).sum(None), lambda X, Y: k_(X, Y).sum(), **_K),
     Spec("tp.pairwise_expression", lambda X, Y, m, **p: tp.pairwise_expression(X, Y, m, **p).sum(-2),
          lambda X, Y: k_(X, Y).sum(-2), **_K),
     Spec("tp.LazyPairwise", lambda X, Y, m, **p: tp.LazyPairwise(X, Y, m, p).sum(-1), lambda X, Y: k_(X, Y).sum(-1),
@@ -794,7 +795,14 @@ gives("tp.emd2", "requires-grad on M: the duals and status carry no gradient",
 # ---- catalog / backend helpers --------------------------------------------------------------
 gives("tp.metrics", "no-arguments (a list of names, euclidean among them)", lambda: "euclidean" in tp.metrics(),
       lambda: True, compare="exact")
-raises("tp.metrics", "unexpected-argument", lambda: tp.metrics("distance"), TypeError, r"metrics\(\) takes 0 positional")
+raises("tp.metrics", "unexpected-argument", lambda: tp.metrics("distance", "kernel"), TypeError,
+       r"metrics\(\) takes from 0 to 1 positional")
+raises("tp.metrics", "unknown-family", lambda: tp.metrics("strings"), ValueError, r"unknown family 'strings'.*'family'")
+gives("tp.metrics", "family (the sequence metrics)", lambda: tp.metrics(family="sequence")[:2],
+      lambda: ["levenshtein", "osa"], compare="exact")
+raises("tp.metric_info", "unknown-family", lambda: tp.metric_info("hamming", family="bits"), ValueError, r"'family'")
+raises("tp.metric_info", "not-in-family", lambda: tp.metric_info("rbf", family="sequence"), ValueError,
+       r"unknown sequence metric 'rbf'")
 raises("tp.metric_info", "unknown-metric", lambda: tp.metric_info("euclidian"), ValueError, r"unknown metric 'euclidian'")
 raises("tp.metric_info", "name-not-str", lambda: tp.metric_info(None), TypeError, r"'name'")
 raises("tp.backend", "unknown-backend", lambda: tp.backend("cuda"), ValueError, r"unknown backend 'cuda'.*'name'")
@@ -1211,7 +1219,6 @@ for _api, _mk in (("LazySequences", lambda: tp.seq.lazy(_tok(5, 6), _tok(4, 6)))
                          ("softmax_matmul", lambda e: e.softmax_matmul(T.ones(4, 2)))):
         raises(f"{_api}.{_name}", "not-streamed", lambda mk=_mk, c=_call: c(mk()), NotImplementedError,
                r"torchpair\.seq\.lazy\.(sum|mean|logsumexp|matmul|softmax_matmul): LazySequences does not")
-    raises(f"{_api}.sum", "dim-batch", lambda mk=_mk: mk().sum(0 - 3), ValueError, r"'dim'")
     gives(f"{_api}.dim", "no-arguments", lambda mk=_mk: mk().dim(), lambda: 2, compare="exact")
     gives(f"{_api}.mT", "transposed-shape", lambda mk=_mk: mk().mT().shape, lambda: torch.Size([4, 5]), compare="exact")
 raises("torchpair::_seq_topk", "k-too-large", lambda: _ops._seq_topk(_tok(1, 6)[None], T.full((1, 1), 6), _tok(2, 6)[None],

@@ -76,6 +76,11 @@ const MetricInfo& lookup(const std::string& name, const char* op);
 // Raises c10::ValueError naming any parameter set in `o` that `info` does not take.
 void check_params(const MetricInfo& info, const ComparisonOptions& o, const char* op);
 
+// The kernel whose values are the squares of `kernel`'s (euclidean_direct -> sqeuclidean_direct,
+// euclidean_gemm -> sqeuclidean_gemm; nullptr for any other): selections rank on it and take
+// square roots of the winners only.
+const char* squared_kernel(const std::string& kernel);
+
 std::string to_json(const MetricInfo& info);
 // Every row: all() then sequence_metrics().
 std::string catalog_json();
