@@ -1034,6 +1034,22 @@ gives("torchpair::_pdist_backward", "single-row (no pairs: zero gradient)", lamb
 gives("torchpair::_catalog", "no-arguments (JSON listing euclidean)", lambda: '"euclidean"' in _ops._catalog(),
       lambda: True, compare="exact")
 raises("torchpair::_catalog", "unexpected-argument", lambda: _ops._catalog("x"), RuntimeError, r"_catalog")
+# the prepared engine call (the KeOps backend translates engine kernels through it)
+gives("torchpair::_prepare", "rbf (kernel id and the default gamma = 1 / D)",
+      lambda: tuple(_ops._prepare(_x()[None], _y()[None], "rbf")[4:]), lambda: ("rbf_direct", [1 / 3]), compare="exact")
+gives("torchpair::_prepare", "y-none (the operands are x)", lambda: _ops._prepare(_x()[None], None, "sqeuclidean")[1].shape,
+      lambda: torch.Size([1, 5, 3]), compare="exact")
+raises("torchpair::_prepare", "x-2d", lambda: _ops._prepare(_x(), None, "rbf"), ValueError, r"'x'")
+raises("torchpair::_prepare", "batch-mismatch", lambda: _ops._prepare(_x()[None].expand(2, 5, 3), _y()[None], "rbf"),
+       ValueError, r"'x' and 'y'")
+raises("torchpair::_prepare", "x-int", lambda: _ops._prepare(T.ones(1, 5, 3, dtype=torch.int64), None, "rbf"),
+       TypeError, r"'x'")
+raises("torchpair::_prepare", "unknown-metric", lambda: _ops._prepare(_x()[None], None, "euclidian"), ValueError,
+       r"'metric'")
+raises("torchpair::_prepare", "param-not-taken", lambda: _ops._prepare(_x()[None], None, "rbf", p=1.0), ValueError,
+       r"'p'")
+raises("torchpair::_prepare", "gamma-negative", lambda: _ops._prepare(_x()[None], None, "rbf", gamma=-1.0), ValueError,
+       r"'gamma'")
 gives("torchpair::_build_info", "no-arguments (JSON)", lambda: _ops._build_info().startswith("{"), lambda: True,
       compare="exact")
 raises("torchpair::_build_info", "unexpected-argument", lambda: _ops._build_info(1), RuntimeError, r"_build_info")

@@ -41,6 +41,8 @@ class Formula:
     consts: tuple = ()
     #: torch preprocessing applied to X and to Y before KeOps (differentiable), or None
     pre: Optional[Callable[[torch.Tensor], torch.Tensor]] = None
+    #: fn takes the prepared side features too: fn(x, y, c, a, b) (engine-kernel translations)
+    sides: bool = False
 
 
 def _sqdist(x, y):
@@ -152,7 +154,7 @@ def _t_chebyshev(params, d):
 
 
 def _t_minkowski(params, d):
-    if params.get("w") is not None:
+    if params.get("w") is not None:  # the prepared engine call: p-kernels on w^(1/p)-scaled rows
         return "minkowski with weights 'w' has no KeOps translation"
     p = _param(params, "minkowski", "p")
     if math.isinf(p):
@@ -279,13 +281,80 @@ TRANSLATIONS: dict[str, Callable] = {
     "rational_quadratic": _t_rational_quadratic,
 }
 
+# ---------------------------------------------------------------------------------------
+# Engine kernels: metrics without a metric-level translation run their *prepared* engine
+# call (torchpair::_prepare, the catalog's preparation: operands, side features a/b, kernel
+# id, resolved scalars) when KeOps can express the kernel. mahalanobis is euclidean_gemm on
+# x VI and y with the side features x VI x^T, y VI y^T; seuclidean and hellinger are the
+# euclidean kernels on scaled operands; minkowski with weights w the p-kernels on scaled ones.
+# ---------------------------------------------------------------------------------------
+def _gemm_d2(x, y, a, b):
+    # the GEMM form of the distance-based inner-product kernels: max(a + b - 2 x.y, 0)
+    return (a + b - 2 * _dot(x, y)).relu()
+
+
+def _k_minkowski(scalars):
+    p = float(scalars[0])
+
+    def fn(x, y, c):
+        s = _pow((x - y).abs(), p).sum(-1)
+        return (-s).ifelse(0 * s, _powf(s, 1.0 / p))
+
+    return Formula(fn)
+
+
+#: engine kernel id -> translate(scalars) -> Formula (fn(x, y, c) on the prepared operands, or
+#: fn(x, y, c, a, b) with sides=True for the GEMM kernels, whose side features the prepare
+#: step computed)
+KERNEL_TRANSLATIONS: dict[str, Callable] = {
+    "euclidean_direct": lambda s: Formula(lambda x, y, c: _sqrt0(_sqdist(x, y))),
+    "euclidean_gemm": lambda s: Formula(lambda x, y, c, a, b: _sqrt0(_gemm_d2(x, y, a, b)), sides=True),
+    "sqeuclidean_direct": lambda s: Formula(lambda x, y, c: _sqdist(x, y)),
+    "sqeuclidean_gemm": lambda s: Formula(lambda x, y, c, a, b: _gemm_d2(x, y, a, b), sides=True),
+    "cityblock_direct": lambda s: Formula(lambda x, y, c: _l1(x, y)),
+    "chebyshev_direct": lambda s: Formula(lambda x, y, c: (x - y).abs().max(-1)),
+    "minkowski_direct": _k_minkowski,
+}
+
+
 #: metrics whose inputs must be non-negative (checked here as the native operator does)
 _NON_NEGATIVE = ("chi2", "additive_chi2")
 
 
+def _prepared(X, Y, metric, params):
+    """(x', y', a, b, kernel, scalars) of torchpair::_prepare on [B, n, d] operands."""
+    return torch.ops.torchpair._prepare(X, Y, metric, **params)
+
+
+_PREPARED_SUPPORT: dict = {}
+
+
+def _prepared_support(name: str) -> bool:
+    """Whether a metric without a metric-level translation prepares into translatable kernels
+    (probed once per metric with its default parameters, on both engines: 2 and 17 features)."""
+    if name not in _PREPARED_SUPPORT:
+        ok = not _catalog.info(name).is_boolean and not _catalog.info(name).is_sequence
+        g = torch.Generator().manual_seed(0)
+        for d in (2, 17):
+            if not ok:
+                break
+            x = torch.rand(1, 5, d, generator=g, dtype=torch.float64) + 0.1
+            try:
+                kernel = _prepared(x, x + 0.05, name, {})[4]
+            except (ValueError, TypeError, RuntimeError):
+                ok = False
+                break
+            ok = kernel in KERNEL_TRANSLATIONS
+        _PREPARED_SUPPORT[name] = ok
+    return _PREPARED_SUPPORT[name]
+
+
 def keops_metrics() -> list[str]:
-    """Canonical names of the metrics with a KeOps translation (present in the catalog or not)."""
-    return list(TRANSLATIONS)
+    """Canonical names of the metrics the KeOps backend runs: a metric-level translation
+    (:data:`TRANSLATIONS`, present in the catalog or not), or a preparation into engine kernels
+    it translates (:data:`KERNEL_TRANSLATIONS`)."""
+    names = list(TRANSLATIONS)
+    return names + [m for m in _catalog.metrics() if m not in TRANSLATIONS and _prepared_support(m)]
 
 
 # ---------------------------------------------------------------------------------------
@@ -335,6 +404,8 @@ class _Plan:
     formula: Formula
     X: torch.Tensor
     Y: torch.Tensor  # X itself for Y=None
+    a: Optional[torch.Tensor] = None  # side features of X's rows [..., n, 1] (engine-kernel plans)
+    b: Optional[torch.Tensor] = None  # of Y's rows [..., m, 1]
 
 
 def _plan(X, Y, metric, params, others=(), selection=False) -> Optional[_Plan]:
@@ -346,11 +417,12 @@ def _plan(X, Y, metric, params, others=(), selection=False) -> Optional[_Plan]:
         return None
     name = _canonical(metric)
     entry = TRANSLATIONS.get(name)
-    if entry is None:
+    if entry is None and not _prepared_support(name):
         return _decline(f"metric {name!r} (argument 'metric') has no KeOps translation", strict)
-    formula = entry(params, X.shape[-1])
-    if isinstance(formula, str):
-        return _decline(formula, strict)
+    formula = entry(params, X.shape[-1]) if entry is not None else None
+    reason = None
+    if isinstance(formula, str):  # no metric-level formula for these parameters: try the prepared call
+        reason, formula = formula, None
     if X.dtype not in (torch.float32, torch.float64):
         return _decline(f"dtype {X.dtype} (argument 'X') is not run by the KeOps backend (float32/float64 only)",
                         strict)
@@ -375,7 +447,31 @@ def _plan(X, Y, metric, params, others=(), selection=False) -> Optional[_Plan]:
             torch.ops.torchpair.pairwise(X.detach()[..., :1, :], Yv.detach()[..., :1, :], metric,
                                          **{k: (v.detach() if isinstance(v, torch.Tensor) else v)
                                             for k, v in params.items()})
-    return _Plan(formula, X, Yv)
+    if formula is not None:
+        return _Plan(formula, X, Yv)
+    return _kernel_plan(X, Y, name, params, others, strict, reason)
+
+
+def _kernel_plan(X, Y, name, params, others, strict, reason=None) -> Optional[_Plan]:
+    """The plan of a metric through its prepared engine call (operands broadcast to the
+    call's batch, flattened for torchpair::_prepare, and given the batch back)."""
+    batch = _batch(X, Y, *(t if t.dim() >= 2 else t[:, None] for t in others if t is not None))
+    n, m = X.shape[-2], (X if Y is None else Y).shape[-2]
+    xf = _flat(X, batch, n)
+    yf = None if Y is None else _flat(Y, batch, m)
+    x2, y2, a, b, kernel, scalars = _prepared(xf, yf, name, params)
+    entry = KERNEL_TRANSLATIONS.get(kernel)
+    if entry is None:
+        return _decline(reason or f"metric {name!r} (argument 'metric') prepares engine kernel {kernel!r}, which has "
+                        "no KeOps translation", strict)
+    formula = entry(scalars)
+    if isinstance(formula, str):
+        return _decline(formula, strict)
+
+    def unflat(t, rows):
+        return None if t is None else t.reshape(*batch, rows, -1)
+
+    return _Plan(formula, unflat(x2, n), unflat(y2, m), unflat(a, n), unflat(b, m))
 
 
 # ---------------------------------------------------------------------------------------
@@ -409,16 +505,28 @@ class _Sweep:
         self.B = self.rows.shape[0]
         self.dtype, self.device = self.rows.dtype, self.rows.device
         self.formula, self.over = f, over
+        # side features (engine-kernel plans): [B, rows, 1]
+        if f.sides:
+            ra, cb = (plan.a, plan.b) if over == "y" else (plan.b, plan.a)
+            self.row_side, self.col_side = _flat(ra, batch, self.n), _flat(cb, batch, self.m)
+        else:
+            self.row_side = self.col_side = None
         ri = LT(self.rows[:, :, None, :])
         cj = LT(self.cols[:, None, :, :])
-        self.K = self.apply(ri, cj)
+        rs = None if self.row_side is None else LT(self.row_side[:, :, None, :])
+        cs = None if self.col_side is None else LT(self.col_side[:, None, :, :])
+        self.K = self.apply(ri, cj, rs, cs)
         self.V = None if V is None else LT(_flat(V, batch, self.m)[:, None, :, :])
 
     def const(self, value: float):
         return _LazyTensor()(torch.full((self.B, 1, 1, 1), float(value), dtype=self.dtype, device=self.device))
 
-    def apply(self, r, c):
+    def apply(self, r, c, rs=None, cs=None):
+        """K of rows r and columns c (rs, cs: their side features), in X, Y order."""
         consts = [self.const(v) for v in self.formula.consts]
+        if self.formula.sides:
+            return (self.formula.fn(r, c, consts, rs, cs) if self.over == "y"
+                    else self.formula.fn(c, r, consts, cs, rs))
         return self.formula.fn(r, c, consts) if self.over == "y" else self.formula.fn(c, r, consts)
 
     def paired(self, idx: torch.Tensor) -> torch.Tensor:
@@ -428,9 +536,13 @@ class _Sweep:
         d = self.rows.shape[-1]
         r = self.rows[:, :, None, :].expand(B, n, k, d).reshape(B, n * k, 1, d)
         c = torch.gather(self.cols, 1, idx.reshape(B, n * k, 1).expand(B, n * k, d)).reshape(B, n * k, 1, d)
+        rs = cs = None
+        if self.row_side is not None:
+            rs = LT(self.row_side[:, :, None, :].expand(B, n, k, 1).reshape(B, n * k, 1, 1))
+            cs = LT(torch.gather(self.col_side, 1, idx.reshape(B, n * k, 1)).reshape(B, n * k, 1, 1))
         one = LT(torch.ones((B, 1, 1, 1), dtype=self.dtype, device=self.device))
         # a one-column reduction evaluates the formula on the matched rows (both KeOps "i")
-        return (self.apply(LT(r), LT(c)) * one).sum(2).reshape(B, n, k)
+        return (self.apply(LT(r), LT(c), rs, cs) * one).sum(2).reshape(B, n, k)
 
 
 def _over(dim: int, transposed: bool) -> str:
@@ -611,7 +723,7 @@ class _KeOpsBackend:
 
     @staticmethod
     def supports(metric: str) -> bool:
-        return metric in TRANSLATIONS
+        return metric in TRANSLATIONS or (metric in _catalog.metrics() and _prepared_support(metric))
 
 
 _backends.register_backend("keops", _KeOpsBackend(), on_enter=_require_pykeops)
