@@ -84,6 +84,13 @@ def references() -> dict[str, torch.Tensor]:
         ("l2_alias", _sqdist(X, Y).sqrt(), tp.pairwise(X, Y, "l2")),
         ("batched", _sqdist(Xb, Yb), tp.pairwise(Xb, Yb, "sqeuclidean")),
         ("batched_min", _sqdist(Xb, Yb).min(-1).values, tp.lazy(Xb, Yb, "sqeuclidean").min(-1).values),
+        # no dim: every dimension, batch included (torch.Tensor.sum()), lazy and materialized
+        ("batched_sum_all", _sqdist(Xb, Yb).sum(), tp.lazy(Xb, Yb, "sqeuclidean").sum()),
+        ("batched_mean_all", _sqdist(Xb, Yb).mean(), tp.lazy(Xb, Yb, "sqeuclidean").mean()),
+        ("batched_logsumexp_all", torch.logsumexp(_sqdist(Xb, Yb).reshape(-1), 0),
+         tp.lazy(Xb, Yb, "sqeuclidean").logsumexp()),
+        ("batched_dense_sum_all", _sqdist(Xb, Yb).sum(),
+         tp.pairwise_expression(Xb, Yb, "sqeuclidean", lazy=False).sum()),
         ("self_euclidean", _sqdist(X, X).sqrt(), tp.pairwise(X, None, "euclidean")),
         ("self_euclidean_sum", _sqdist(X, X).sqrt().sum(-1), tp.lazy(X, None, "euclidean").sum(-1)),
     ]:

@@ -348,8 +348,9 @@ std::tuple<at::Tensor, at::Tensor> lazy_topk_op(const at::Tensor& x, const Opt& 
   // Euclidean distances rank exactly as their squares: select on the squared kernel and take
   // square roots of the k winners only (a sqrt per pair is a quarter of a D = 32 tile).
   Core core = core_of(prep, flip);
-  const bool squared = core.kernel == "euclidean_gemm" || core.kernel == "euclidean_direct";
-  if (squared) core.kernel = "sq" + core.kernel;
+  const char* squared_kernel = catalog::squared_kernel(core.kernel);
+  const bool squared = squared_kernel != nullptr;
+  if (squared) core.kernel = squared_kernel;
   auto [values, indices] = topk(core, k, largest, largest || nan == "propagate");
   if (squared) values = at::sqrt(values);
   if (requires_grad(prep)) values = differentiable_values(prep, flip, values, indices);
