@@ -55,7 +55,7 @@ def test_generic_path(case, force_generic):
 @pytest.mark.parametrize("case", DIFFERENTIABLE_CASES, ids=IDS)
 def test_two_sweep_backward(case, monkeypatch):
     """With no room for per-thread column buffers the backward sweeps twice (the second over
-    the flipped operator): same gradients."""
+    the transposed operator): same gradients."""
     monkeypatch.setenv("TORCHPAIR_BACKWARD_BUFFER_BYTES", "0")
     for d in (case.dims[0], case.dims[-1]):
         x, y, v = inputs(case, d, (2,))

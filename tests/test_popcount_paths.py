@@ -44,11 +44,11 @@ def test_path_matches_scipy_and_scalar(path, monkeypatch):
             use_path(monkeypatch, path)
             got64 = tp.cdist(x, y.double(), metric)
             got32 = tp.cdist(x, y, metric)
-            flipped = tp.cdist(y, x.double(), metric)  # rows and columns swapped
+            swapped = tp.cdist(y, x.double(), metric)  # rows and columns swapped
             want = torch.from_numpy(BOOLEAN_ORACLES[metric](xn, yn))
             torch.testing.assert_close(got64, want, rtol=1e-12, atol=0, equal_nan=True)
             torch.testing.assert_close(got32.double(), want, rtol=1e-6, atol=0, equal_nan=True)
-            torch.testing.assert_close(flipped, want.T, rtol=1e-12, atol=0, equal_nan=True)
+            torch.testing.assert_close(swapped, want.T, rtol=1e-12, atol=0, equal_nan=True)
             use_path(monkeypatch, "scalar")
             assert torch.equal(got64, tp.cdist(x, y.double(), metric))
 

@@ -32,13 +32,13 @@ class PackedSource final : public TileSource<T> {
   static constexpr int64_t L = V::size();
 
  public:
-  PackedSource(const SourceSpec& spec, const Operands& ops) : flipped_(spec.flipped) {
-    this->rows_ = flipped_ ? ops.m : ops.n;
-    this->cols_ = flipped_ ? ops.n : ops.m;
+  PackedSource(const SourceSpec& spec, const Operands& ops) : transposed_(spec.transposed) {
+    this->rows_ = transposed_ ? ops.m : ops.n;
+    this->cols_ = transposed_ ? ops.n : ops.m;
     this->dim_ = ops.d;  // words
     features_ = T(spec.scalars.at(0));
-    rowp_ = Operands::as<uint64_t>(flipped_ ? ops.y : ops.x);
-    const uint64_t* colp = Operands::as<uint64_t>(flipped_ ? ops.x : ops.y);
+    rowp_ = Operands::as<uint64_t>(transposed_ ? ops.y : ops.x);
+    const uint64_t* colp = Operands::as<uint64_t>(transposed_ ? ops.x : ops.y);
     kernel_ = popcount_kernel<T>();
     const int64_t W = this->dim_, cols = this->cols_;
     this->row_block_ = 64;
@@ -69,8 +69,8 @@ class PackedSource final : public TileSource<T> {
         const int64_t count = std::min<int64_t>(L, nc - c);
         const V tt = V::loadu(o + c, count);
         const V ncol = V::loadu(col_count_.data() + c0 + c, count);
-        // x is the kernel's x operand: rows are y when flipped
-        const V nx = flipped_ ? ncol : nrow, ny = flipped_ ? nrow : ncol;
+        // x is the kernel's x operand: rows are y when transposed
+        const V nx = transposed_ ? ncol : nrow, ny = transposed_ ? nrow : ncol;
         const V tf = nx - tt, ft = ny - tt, ff = D - nx - ny + tt;
         M::value(tt, tf, ft, ff).store(o + c, count);
       }
@@ -102,7 +102,7 @@ class PackedSource final : public TileSource<T> {
   PopcountKernel<T> kernel_ = nullptr;
   std::vector<T> row_count_, col_count_;
   T features_ = 0;
-  bool flipped_ = false;
+  bool transposed_ = false;
 };
 
 template <typename T, typename M>
@@ -111,14 +111,14 @@ class EqualitySource final : public TileSource<T> {
   static constexpr int64_t LD = VD::size();
 
  public:
-  EqualitySource(const SourceSpec& spec, const Operands& ops) : flipped_(spec.flipped) {
+  EqualitySource(const SourceSpec& spec, const Operands& ops) : transposed_(spec.transposed) {
     weighted_ = spec.scalars.at(0) == 1.0;
-    this->rows_ = flipped_ ? ops.m : ops.n;
-    this->cols_ = flipped_ ? ops.n : ops.m;
+    this->rows_ = transposed_ ? ops.m : ops.n;
+    this->cols_ = transposed_ ? ops.n : ops.m;
     this->dim_ = ops.d;
     features_ = weighted_ ? ops.d / 2 : ops.d;
-    rowp_ = Operands::as<double>(flipped_ ? ops.y : ops.x);
-    colp_ = Operands::as<double>(flipped_ ? ops.x : ops.y);
+    rowp_ = Operands::as<double>(transposed_ ? ops.y : ops.x);
+    colp_ = Operands::as<double>(transposed_ ? ops.x : ops.y);
     this->row_block_ = 16;
     this->col_block_ = 256;
   }
@@ -160,7 +160,7 @@ class EqualitySource final : public TileSource<T> {
  private:
   const double *rowp_ = nullptr, *colp_ = nullptr;
   int64_t features_ = 0;
-  bool weighted_ = false, flipped_ = false;
+  bool weighted_ = false, transposed_ = false;
 };
 
 }  // namespace CPU_CAPABILITY

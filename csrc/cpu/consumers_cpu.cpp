@@ -20,12 +20,12 @@ namespace {
 template <typename T>
 at::Tensor dense_impl(const Request& req) {
   const int64_t B = req.x.size(0);
-  const int64_t rows = req.spec.flipped ? req.y.size(1) : req.x.size(1);
-  const int64_t cols = req.spec.flipped ? req.x.size(1) : req.y.size(1);
+  const int64_t rows = req.spec.transposed ? req.y.size(1) : req.x.size(1);
+  const int64_t cols = req.spec.transposed ? req.x.size(1) : req.y.size(1);
   at::Tensor out = at::empty({B, rows, cols}, req.value_options());
   if (out.numel() == 0) return out;
   engine::advise_huge_pages(out.data_ptr(), out.nbytes());
-  auto src = make_sources<T>(req, req.spec.flipped);
+  auto src = make_sources<T>(req, req.spec.transposed);
   T* o = out.data_ptr<T>();
   if (src[0]->is_plain_product() && B == 1) {
     // linear: K = X Y^T is one GEMM, produced by one call outside our parallel region so it
@@ -52,12 +52,12 @@ Grads4 dense_backward_impl(const at::Tensor& grad_in, const Request& req, std::a
   const int64_t rows = grad.size(1), cols = grad.size(2);  // the operator's orientation
   return backward<T>(
       req, mask, 0, nullptr,
-      [&](int64_t b, bool flipped, int64_t r0, int64_t nr, int64_t c0, int64_t nc, T* buf, int64_t ld) {
+      [&](int64_t b, bool transposed, int64_t r0, int64_t nr, int64_t c0, int64_t nc, T* buf, int64_t ld) {
         const T* base = gp + b * rows * cols;
-        if (flipped == req.spec.flipped) {
+        if (transposed == req.spec.transposed) {
           for (int64_t r = 0; r < nr; ++r)
             std::copy(base + (r0 + r) * cols + c0, base + (r0 + r) * cols + c0 + nc, buf + r * ld);
-        } else {  // the flipped sweep walks the transpose of grad
+        } else {  // the transposed sweep walks the transpose of grad
           for (int64_t r = 0; r < nr; ++r)
             for (int64_t c = 0; c < nc; ++c) buf[r * ld + c] = base[(c0 + c) * cols + r0 + r];
         }
@@ -69,12 +69,12 @@ template <typename T>
 at::Tensor matmul_impl(const Request& req, const at::Tensor& v_in) {
   const at::Tensor v = v_in.contiguous();
   const int64_t B = req.x.size(0);
-  const int64_t rows = req.spec.flipped ? req.y.size(1) : req.x.size(1);
-  const int64_t cols = req.spec.flipped ? req.x.size(1) : req.y.size(1);
+  const int64_t rows = req.spec.transposed ? req.y.size(1) : req.x.size(1);
+  const int64_t cols = req.spec.transposed ? req.x.size(1) : req.y.size(1);
   const int64_t C = v.size(2);
   at::Tensor out = at::zeros({B, rows, C}, req.value_options());
   if (out.numel() == 0 || cols == 0) return out;
-  auto src = make_sources<T>(req, req.spec.flipped);
+  auto src = make_sources<T>(req, req.spec.transposed);
   const T* vp = v.data_ptr<T>();
   T* o = out.data_ptr<T>();
   for_each_row_block<T>(src, [&](int64_t b, const TileSource<T>& s, int64_t r0, int64_t nr) {
@@ -115,19 +115,19 @@ Grads5 matmul_backward_impl(const at::Tensor& grad_in, const Request& req, const
   at::Tensor dv;
   auto g = backward<T>(
       req, {mask[0], mask[1], mask[2], mask[3]}, mask[4] ? C : 0, &dv,
-      [&](int64_t b, bool flipped, int64_t r0, int64_t nr, int64_t c0, int64_t nc, T* buf, int64_t ld) {
+      [&](int64_t b, bool transposed, int64_t r0, int64_t nr, int64_t c0, int64_t nc, T* buf, int64_t ld) {
         const T* gb = gp + b * rows * C;
         const T* vb = vp + b * cols * C;
-        if (flipped == req.spec.flipped)  // dL/dK_rc = grad_r . v_c
+        if (transposed == req.spec.transposed)  // dL/dK_rc = grad_r . v_c
           outer_or_gemm<T>(nr, nc, C, gb + r0 * C, vb + c0 * C, buf, ld);
-        else  // the flipped sweep: dL/dK^T_rc = v_r . grad_c
+        else  // the transposed sweep: dL/dK^T_rc = v_r . grad_c
           outer_or_gemm<T>(nr, nc, C, vb + r0 * C, gb + c0 * C, buf, ld);
       },
-      [&](int64_t b, bool flipped, int64_t r0, int64_t nr, int64_t c0, int64_t nc, const T* values, int64_t ldv,
+      [&](int64_t b, bool transposed, int64_t r0, int64_t nr, int64_t c0, int64_t nc, const T* values, int64_t ldv,
           T* dextra) {
-        if (flipped == req.spec.flipped)  // dV[c] += sum_r K(r, c) grad[r]
+        if (transposed == req.spec.transposed)  // dV[c] += sum_r K(r, c) grad[r]
           engine::gemm_tn<T>(nc, C, nr, T(1), values, ldv, gp + (b * rows + r0) * C, C, T(1), dextra, C);
-        else  // the flipped sweep's rows are V's rows: dV[r] += sum_c K^T(r, c) grad[c]
+        else  // the transposed sweep's rows are V's rows: dV[r] += sum_c K^T(r, c) grad[c]
           engine::gemm_nn<T>(nr, C, nc, T(1), values, ldv, gp + (b * rows + c0) * C, C, T(1), dextra, C);
       });
   return {g[0], g[1], g[2], g[3], dv};
@@ -235,7 +235,7 @@ at::Tensor row_reduce_impl(const Request& req, const RowReduce& reduction) {
                    : count ? at::zeros({B, rows}, req.value_options().dtype(at::kLong))
                            : at::zeros({B, rows}, req.value_options());
   if (out.numel() == 0 || cols == 0) return out;
-  auto src = make_sources<T>(req, req.spec.flipped);
+  auto src = make_sources<T>(req, req.spec.transposed);
   T* o = count ? nullptr : out.data_ptr<T>();
   int64_t* on = count ? out.data_ptr<int64_t>() : nullptr;
   const T scale = T(reduction.scale), threshold = T(reduction.threshold);
@@ -282,10 +282,10 @@ Grads5 row_reduce_backward_impl(const at::Tensor& grad_in, const Request& req, c
   if (reduction.kind == RowReduction::kSum) {
     auto g = backward<T>(
         req, mask4, 0, nullptr,
-        [&](int64_t b, bool flipped, int64_t r0, int64_t nr, int64_t c0, int64_t nc, T* buf, int64_t ld) {
+        [&](int64_t b, bool transposed, int64_t r0, int64_t nr, int64_t c0, int64_t nc, T* buf, int64_t ld) {
           const T* gb = gp + b * rows;
           for (int64_t r = 0; r < nr; ++r)
-            for (int64_t c = 0; c < nc; ++c) buf[r * ld + c] = flipped == req.spec.flipped ? gb[r0 + r] : gb[c0 + c];
+            for (int64_t c = 0; c < nc; ++c) buf[r * ld + c] = transposed == req.spec.transposed ? gb[r0 + r] : gb[c0 + c];
         },
         NoExtra{});
     return {g[0], g[1], g[2], g[3], at::Tensor()};
@@ -303,22 +303,22 @@ Grads5 row_reduce_backward_impl(const at::Tensor& grad_in, const Request& req, c
   at::Tensor dw;
   auto g = backward<T>(
       req, mask4, mask[4] && wp ? 1 : 0, &dw,
-      [&](const TileSource<T>& s, int64_t b, bool flipped, int64_t r0, int64_t nr, int64_t c0, int64_t nc, T* buf,
+      [&](const TileSource<T>& s, int64_t b, bool transposed, int64_t r0, int64_t nr, int64_t c0, int64_t nc, T* buf,
           int64_t ld) {
         s.produce(r0, nr, c0, nc, buf, ld);
         const T* gb = gp + b * rows;
-        const bool own = flipped == req.spec.flipped;
+        const bool own = transposed == req.spec.transposed;
         for (int64_t r = 0; r < nr; ++r)
           for (int64_t c = 0; c < nc; ++c) {
             const int64_t i = own ? r0 + r : c0 + c, j = own ? c0 + c : r0 + r;
             buf[r * ld + c] = gb[i] * scale * prob(b, i, j, buf[r * ld + c]);
           }
       },
-      // dw_c += sum_r grad_r p_rc; the flipped sweep's rows are the operator's columns
-      [&](int64_t b, bool flipped, int64_t r0, int64_t nr, int64_t c0, int64_t nc, const T* values, int64_t ldv,
+      // dw_c += sum_r grad_r p_rc; the transposed sweep's rows are the operator's columns
+      [&](int64_t b, bool transposed, int64_t r0, int64_t nr, int64_t c0, int64_t nc, const T* values, int64_t ldv,
           T* dextra) {
         const T* gb = gp + b * rows;
-        const bool own = flipped == req.spec.flipped;
+        const bool own = transposed == req.spec.transposed;
         for (int64_t r = 0; r < nr; ++r)
           for (int64_t c = 0; c < nc; ++c) {
             const int64_t i = own ? r0 + r : c0 + c, j = own ? c0 + c : r0 + r;
@@ -392,7 +392,7 @@ std::tuple<at::Tensor, at::Tensor> topk_impl(const Request& req, int64_t k, bool
   at::Tensor values = at::empty({B, rows, k}, req.value_options());
   at::Tensor indices = at::empty({B, rows, k}, req.value_options().dtype(at::kLong));
   if (values.numel() == 0) return {values, indices};
-  auto src = make_sources<T>(req, req.spec.flipped);
+  auto src = make_sources<T>(req, req.spec.transposed);
   T* vo = values.data_ptr<T>();
   int64_t* io = indices.data_ptr<int64_t>();
   const TopkOrder<T> ord{largest, nan_first};
@@ -457,7 +457,7 @@ std::tuple<at::Tensor, at::Tensor> softmax_matmul_impl(const Request& req, const
   at::Tensor out = at::zeros({B, rows, C}, req.value_options());
   at::Tensor lse = at::full({B, rows}, -std::numeric_limits<double>::infinity(), req.value_options());
   if (rows == 0 || B == 0 || cols == 0) return {out, lse};
-  auto src = make_sources<T>(req, req.spec.flipped);
+  auto src = make_sources<T>(req, req.spec.transposed);
   const T* vp = v.data_ptr<T>();
   T* o = out.data_ptr<T>();
   T* lo = lse.data_ptr<T>();
@@ -506,9 +506,9 @@ Grads5 softmax_matmul_backward_impl(const at::Tensor& grad_in, const Request& re
   auto g = backward<T>(
       req, {mask[0], mask[1], mask[2], mask[3]}, mask[4] ? C : 0, &dv,
       // dL/dK_rc = p_rc (grad_r . v_c - delta_r)
-      [&](const TileSource<T>& s, int64_t b, bool flipped, int64_t r0, int64_t nr, int64_t c0, int64_t nc, T* buf,
+      [&](const TileSource<T>& s, int64_t b, bool transposed, int64_t r0, int64_t nr, int64_t c0, int64_t nc, T* buf,
           int64_t ld) {
-        const bool own = flipped == req.spec.flipped;
+        const bool own = transposed == req.spec.transposed;
         T* gv = scratch<T>(4, nr * ld);
         const T* gb = gp + b * rows * C;
         const T* vb = vp + b * cols * C;
@@ -524,9 +524,9 @@ Grads5 softmax_matmul_backward_impl(const at::Tensor& grad_in, const Request& re
           }
       },
       // dV_c += sum_r p_rc grad_r
-      [&](int64_t b, bool flipped, int64_t r0, int64_t nr, int64_t c0, int64_t nc, const T* values, int64_t ldv,
+      [&](int64_t b, bool transposed, int64_t r0, int64_t nr, int64_t c0, int64_t nc, const T* values, int64_t ldv,
           T* dextra) {
-        const bool own = flipped == req.spec.flipped;
+        const bool own = transposed == req.spec.transposed;
         T* p = scratch<T>(5, nr * ldv);
         for (int64_t r = 0; r < nr; ++r)
           for (int64_t c = 0; c < nc; ++c) p[r * ldv + c] = prob(b, own ? r0 + r : c0 + c, values[r * ldv + c]);

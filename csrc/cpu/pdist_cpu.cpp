@@ -7,7 +7,7 @@
 // thread hold equal shares of the triangle.
 // Backward: the same walk with dL/dK = grad on c > r and 0 elsewhere; row gradients go
 // straight to the rows, column gradients into per-thread buffers (or, above the budget of
-// sweep.h, a second sweep over the flipped operator's lower triangle).
+// sweep.h, a second sweep over the transposed operator's lower triangle).
 #include "cpu/sweep.h"
 // sweep.h (through sources.h) must come first: it opens the inline capability namespace.
 #include "cpu/consumers.h"
@@ -93,7 +93,7 @@ void upper_gup(const T* gb, int64_t n, int64_t r0, int64_t nr, int64_t c0, int64
   }
 }
 
-// ... of the flipped orientation (rows j from y, columns i from x): grad(i, j) where i < j.
+// ... of the transposed orientation (rows j from y, columns i from x): grad(i, j) where i < j.
 template <typename T>
 void lower_gup(const T* gb, int64_t n, int64_t r0, int64_t nr, int64_t c0, int64_t nc, T* buf, int64_t ld) {
   for (int64_t r = 0; r < nr; ++r) {
@@ -148,7 +148,7 @@ Grads4 pdist_backward_impl(const at::Tensor& grad_in, const Request& req, std::a
     dy = dy_t.sum(0);
     if (db_t.defined()) db = db_t.sum(0);
   } else if (need_y) {
-    // The flipped operator: its rows are y's rows j, its columns x's rows i < j.
+    // The transposed operator: its rows are y's rows j, its columns x's rows i < j.
     dy = at::zeros(req.y.sizes(), opts);
     if (req.b.defined()) db = at::zeros(req.b.sizes(), opts);
     auto src = make_sources<T>(req, true);

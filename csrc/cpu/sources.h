@@ -88,13 +88,13 @@ class ElementwiseSource final : public TileSource<T> {
 
  public:
   ElementwiseSource(const SourceSpec& spec, const Operands& ops)
-      : scalars_(spec.scalars), flipped_(spec.flipped) {
+      : scalars_(spec.scalars), transposed_(spec.transposed) {
     s_ = Scalars{scalars_.data(), int64_t(scalars_.size())};
-    this->rows_ = flipped_ ? ops.m : ops.n;
-    this->cols_ = flipped_ ? ops.n : ops.m;
+    this->rows_ = transposed_ ? ops.m : ops.n;
+    this->cols_ = transposed_ ? ops.n : ops.m;
     this->dim_ = ops.d;
-    rowp_ = Operands::as<T>(flipped_ ? ops.y : ops.x);
-    const T* colp = Operands::as<T>(flipped_ ? ops.x : ops.y);
+    rowp_ = Operands::as<T>(transposed_ ? ops.y : ops.x);
+    const T* colp = Operands::as<T>(transposed_ ? ops.x : ops.y);
     const int64_t d = ops.d;
     // Tile width: a tile's packed columns (d x width) stay within ~256 KiB of L2.
     int64_t width = (256 * 1024) / std::max<int64_t>(1, d * int64_t(sizeof(T)));
@@ -107,7 +107,7 @@ class ElementwiseSource final : public TileSource<T> {
   }
 
   void produce(int64_t r0, int64_t nr, int64_t c0, int64_t nc, T* out, int64_t ldo) const override {
-    if (flipped_)
+    if (transposed_)
       produce_impl<true>(r0, nr, c0, nc, out, ldo);
     else
       produce_impl<false>(r0, nr, c0, nc, out, ldo);
@@ -115,7 +115,7 @@ class ElementwiseSource final : public TileSource<T> {
 
   void vjp(int64_t r0, int64_t nr, int64_t c0, int64_t nc, const T* gup, int64_t ldg, T* drow, T*, T* dcol, T*,
            T* values, int64_t ldv) const override {
-    if (flipped_)
+    if (transposed_)
       vjp_impl<true>(r0, nr, c0, nc, gup, ldg, drow, dcol, values, ldv);
     else
       vjp_impl<false>(r0, nr, c0, nc, gup, ldg, drow, dcol, values, ldv);
@@ -133,7 +133,7 @@ class ElementwiseSource final : public TileSource<T> {
 
   // One sweep per (row, column vector): recompute the accumulators, then for each feature
   // the derivative with respect to the row value (summed over columns, horizontally at the
-  // end) and to the column value (kept per column in a transposed buffer).
+  // end) and to the column value (kept per column in a column-major buffer).
   template <bool Flipped>
   void vjp_impl(int64_t r0, int64_t nr, int64_t c0, int64_t nc, const T* gup, int64_t ldg, T* drow, T* dcol,
                 T* values, int64_t ldv) const {
@@ -174,7 +174,7 @@ class ElementwiseSource final : public TileSource<T> {
             term<Flipped>(xb, yv, t);
             wk = w * V::blendv(V(T(0)), inv_ties, t[0] == acc[0]);
           }
-          // rows are x (y when flipped); the derivative with respect to each side
+          // rows are x (y when transposed); the derivative with respect to each side
           if (drow) {
             V g = wk * (Flipped ? M::dy(yv, xb, ctx, s_) : M::dx(xb, yv, ctx, s_));
             gbuf[k] = gbuf[k] + (full ? g : V::blendv(V(T(0)), g, valid));
@@ -194,7 +194,7 @@ class ElementwiseSource final : public TileSource<T> {
         for (int64_t k = 0; k < d; ++k) dcol[c * d + k] += cbuf[k * ncp + c];
   }
 
-  // term(x, y) with x the column vector when flipped (rows are y then).
+  // term(x, y) with x the column vector when transposed (rows are y then).
   template <bool Flipped>
   inline void term(const V& row, const V& col, V* t) const {
     if constexpr (Flipped)
@@ -255,7 +255,7 @@ class ElementwiseSource final : public TileSource<T> {
   std::vector<T> packed_;
   std::vector<double> scalars_;
   Scalars s_;
-  bool flipped_ = false;
+  bool transposed_ = false;
 };
 
 // ------------------------------------------------------------------------------------
@@ -268,15 +268,15 @@ class InnerProductSource final : public TileSource<T> {
 
  public:
   InnerProductSource(const SourceSpec& spec, const Operands& ops)
-      : scalars_(spec.scalars), flipped_(spec.flipped), symmetric_(spec.symmetric) {
+      : scalars_(spec.scalars), transposed_(spec.transposed), symmetric_(spec.symmetric) {
     s_ = Scalars{scalars_.data(), int64_t(scalars_.size())};
-    this->rows_ = flipped_ ? ops.m : ops.n;
-    this->cols_ = flipped_ ? ops.n : ops.m;
+    this->rows_ = transposed_ ? ops.m : ops.n;
+    this->cols_ = transposed_ ? ops.n : ops.m;
     this->dim_ = ops.d;
-    rowp_ = Operands::as<T>(flipped_ ? ops.y : ops.x);
-    colp_ = Operands::as<T>(flipped_ ? ops.x : ops.y);
-    rside_ = Operands::as<T>(flipped_ ? ops.b : ops.a);
-    cside_ = Operands::as<T>(flipped_ ? ops.a : ops.b);
+    rowp_ = Operands::as<T>(transposed_ ? ops.y : ops.x);
+    colp_ = Operands::as<T>(transposed_ ? ops.x : ops.y);
+    rside_ = Operands::as<T>(transposed_ ? ops.b : ops.a);
+    cside_ = Operands::as<T>(transposed_ ? ops.a : ops.b);
     this->col_block_ = kColBlock;
     this->row_block_ = kRowBlock;
     if (PanelGemm<T>::suits(this->rows_, this->cols_, ops.d)) panels_ = PanelGemm<T>(colp_, this->cols_, ops.d);
@@ -289,7 +289,7 @@ class InnerProductSource final : public TileSource<T> {
     product(r0, nr, c0, nc, out, ldo);
     if constexpr (math::plain_product<M>()) return;
     const Scalars s = s_;  // a local copy stays in registers (see Scalars)
-    if (flipped_)
+    if (transposed_)
       epilogue<true>(r0, nr, c0, nc, out, ldo, s);
     else
       epilogue<false>(r0, nr, c0, nc, out, ldo, s);
@@ -408,7 +408,7 @@ class InnerProductSource final : public TileSource<T> {
       fg = dh * V(T(-2));
       frow = dh;
       fcol = dh;
-    } else if (flipped_) {
+    } else if (transposed_) {
       // rows are y (side b of the kernel), columns are x (side a)
       val = M::value(g, b, a, s_);
       M::grad(g, b, a, val, fg, fcol, frow, s_);
@@ -422,7 +422,7 @@ class InnerProductSource final : public TileSource<T> {
   PanelGemm<T> panels_;  // the column operand packed for product(); empty: BLAS
   std::vector<double> scalars_;
   Scalars s_;
-  bool flipped_ = false, symmetric_ = false;
+  bool transposed_ = false, symmetric_ = false;
 };
 
 template <typename T>

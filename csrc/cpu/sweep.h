@@ -27,10 +27,10 @@ inline const void* batch_element(const at::Tensor& t, int64_t i) {
 
 // One tile source per batch element, in the requested orientation.
 template <typename T>
-Sources<T> make_sources(const Request& req, bool flipped) {
+Sources<T> make_sources(const Request& req, bool transposed) {
   const int64_t B = req.x.size(0), n = req.x.size(1), m = req.y.size(1), d = req.x.size(2);
   SourceSpec spec = req.spec;
-  spec.flipped = flipped;
+  spec.transposed = transposed;
   Sources<T> out;
   out.reserve(B);
   for (int64_t i = 0; i < B; ++i) {
@@ -89,27 +89,27 @@ void for_each_col_block(const TileSource<T>& s, const F& f) {
 
 // Column-side gradients of a one-pass backward are accumulated per thread and summed at
 // the end; above this many bytes of such buffers the backward falls back to two sweeps
-// (the second over the flipped operator), which need none.
+// (the second over the transposed operator), which need none.
 // TORCHPAIR_BACKWARD_BUFFER_BYTES overrides it (the tests use 0 to exercise two sweeps).
 inline int64_t column_buffer_budget() {
   if (const char* env = std::getenv("TORCHPAIR_BACKWARD_BUFFER_BYTES")) return std::atoll(env);
   return int64_t(256) << 20;
 }
 
-// The backward sweep(s) of a row consumer. For each tile, gup(b, flipped, r0, nr, c0, nc,
+// The backward sweep(s) of a row consumer. For each tile, gup(b, transposed, r0, nr, c0, nc,
 // buf, ld) writes dL/dK in the sweep's orientation (a gup that needs the tile's values, as
 // logsumexp's does, takes the tile source as an extra first argument and produces them). With extra_cols > 0 (dV of matmul), the
-// consumer also needs the operator's columns' share: extra(b, thread, flipped, r0, nr, c0,
+// consumer also needs the operator's columns' share: extra(b, thread, transposed, r0, nr, c0,
 // nc, values, ldv, dextra) where dextra points at the columns' [cols, extra_cols] buffer of
-// this thread (one pass), or at the rows' own rows (two passes, flipped sweep).
+// this thread (one pass), or at the rows' own rows (two passes, transposed sweep).
 template <typename T, typename Gup>
-inline void call_gup(const Gup& gup, const TileSource<T>& s, int64_t b, bool flipped, int64_t r0, int64_t nr,
+inline void call_gup(const Gup& gup, const TileSource<T>& s, int64_t b, bool transposed, int64_t r0, int64_t nr,
                      int64_t c0, int64_t nc, T* buf, int64_t ld) {
   if constexpr (std::is_invocable_v<Gup, const TileSource<T>&, int64_t, bool, int64_t, int64_t, int64_t, int64_t, T*,
                                     int64_t>)
-    gup(s, b, flipped, r0, nr, c0, nc, buf, ld);
+    gup(s, b, transposed, r0, nr, c0, nc, buf, ld);
   else
-    gup(b, flipped, r0, nr, c0, nc, buf, ld);
+    gup(b, transposed, r0, nr, c0, nc, buf, ld);
 }
 
 template <typename T, typename Gup, typename Extra>
@@ -117,7 +117,7 @@ Grads4 backward(const Request& req, const std::array<bool, 4>& mask, int64_t ext
                 const Gup& gup, const Extra& extra) {
   Grads4 g;
   const int64_t B = req.batch(), rows = req.rows(), cols = req.cols(), d = req.x.size(2);
-  const bool rows_are_y = req.spec.flipped;
+  const bool rows_are_y = req.spec.transposed;
   const bool need_x = mask[0] || mask[2], need_y = mask[1] || mask[3];
   const bool need_rows = rows_are_y ? need_y : need_x, need_cols = rows_are_y ? need_x : need_y;
   const bool need_extra = extra_cols > 0;
@@ -142,7 +142,7 @@ Grads4 backward(const Request& req, const std::array<bool, 4>& mask, int64_t ext
       if (cside_t.defined()) cside_tl = at::zeros({nthreads, B, cols}, opts);
     }
     if (need_extra) extra_tl = at::zeros({nthreads, B, cols, extra_cols}, opts);
-    auto src = make_sources<T>(req, req.spec.flipped);
+    auto src = make_sources<T>(req, req.spec.transposed);
     for_each_row_block<T>(src, [&](int64_t b, const TileSource<T>& s, int64_t r0, int64_t nr) {
       const int tid = at::get_thread_num();
       const int64_t ld = s.col_block();
@@ -154,9 +154,9 @@ Grads4 backward(const Request& req, const std::array<bool, 4>& mask, int64_t ext
       T* cs = cside_tl.defined() ? cside_tl.data_ptr<T>() + (int64_t(tid) * B + b) * cols : nullptr;
       T* ex = extra_tl.defined() ? extra_tl.data_ptr<T>() + (int64_t(tid) * B + b) * cols * extra_cols : nullptr;
       for_each_col_block<T>(s, [&](int64_t c0, int64_t nc) {
-        call_gup(gup, s, b, req.spec.flipped, r0, nr, c0, nc, gbuf, ld);
+        call_gup(gup, s, b, req.spec.transposed, r0, nr, c0, nc, gbuf, ld);
         s.vjp(r0, nr, c0, nc, gbuf, ld, dr, rs, dc ? dc + c0 * d : nullptr, cs ? cs + c0 : nullptr, vbuf, ld);
-        if (need_extra) extra(b, req.spec.flipped, r0, nr, c0, nc, vbuf, ld, ex + c0 * extra_cols);
+        if (need_extra) extra(b, req.spec.transposed, r0, nr, c0, nc, vbuf, ld, ex + c0 * extra_cols);
       });
     });
     if (need_cols) {
@@ -167,26 +167,26 @@ Grads4 backward(const Request& req, const std::array<bool, 4>& mask, int64_t ext
   } else {
     // Pass 1: the operator's own orientation, row gradients only.
     if (need_rows) {
-      auto src = make_sources<T>(req, req.spec.flipped);
+      auto src = make_sources<T>(req, req.spec.transposed);
       for_each_row_block<T>(src, [&](int64_t b, const TileSource<T>& s, int64_t r0, int64_t nr) {
         const int64_t ld = s.col_block();
         T* gbuf = scratch<T>(0, s.row_block() * ld);
         T* dr = drow.data_ptr<T>() + (b * rows + r0) * d;
         T* rs = rside.defined() ? rside.data_ptr<T>() + b * rows + r0 : nullptr;
         for_each_col_block<T>(s, [&](int64_t c0, int64_t nc) {
-          call_gup(gup, s, b, req.spec.flipped, r0, nr, c0, nc, gbuf, ld);
+          call_gup(gup, s, b, req.spec.transposed, r0, nr, c0, nc, gbuf, ld);
           s.vjp(r0, nr, c0, nc, gbuf, ld, dr, rs, nullptr, nullptr, nullptr, ld);
         });
       });
     }
-    // Pass 2: the flipped operator; its rows are our columns.
+    // Pass 2: the transposed operator; its rows are our columns.
     if (need_cols || need_extra) {
       if (need_cols) {
         dcol = at::zeros(col_t.sizes(), opts);
         if (cside_t.defined()) cside = at::zeros(cside_t.sizes(), opts);
       }
       if (need_extra) dextra = at::zeros({B, cols, extra_cols}, opts);
-      auto src = make_sources<T>(req, !req.spec.flipped);
+      auto src = make_sources<T>(req, !req.spec.transposed);
       for_each_row_block<T>(src, [&](int64_t b, const TileSource<T>& s, int64_t r0, int64_t nr) {
         const int64_t ld = s.col_block();
         T* gbuf = scratch<T>(0, s.row_block() * ld);
@@ -195,12 +195,12 @@ Grads4 backward(const Request& req, const std::array<bool, 4>& mask, int64_t ext
         T* rs = cside.defined() ? cside.data_ptr<T>() + b * cols + r0 : nullptr;
         T* ex = need_extra ? dextra.data_ptr<T>() + (b * cols + r0) * extra_cols : nullptr;
         for_each_col_block<T>(s, [&](int64_t c0, int64_t nc) {
-          call_gup(gup, s, b, !req.spec.flipped, r0, nr, c0, nc, gbuf, ld);
+          call_gup(gup, s, b, !req.spec.transposed, r0, nr, c0, nc, gbuf, ld);
           if (dr)
             s.vjp(r0, nr, c0, nc, gbuf, ld, dr, rs, nullptr, nullptr, vbuf, ld);
           else
             s.produce(r0, nr, c0, nc, vbuf, ld);
-          if (need_extra) extra(b, !req.spec.flipped, r0, nr, c0, nc, vbuf, ld, ex);
+          if (need_extra) extra(b, !req.spec.transposed, r0, nr, c0, nc, vbuf, ld, ex);
         });
       });
     }

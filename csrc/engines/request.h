@@ -13,14 +13,14 @@ namespace tp::engine {
 
 struct Request {
   at::Tensor x, y, a, b;
-  SourceSpec spec;  // spec.flipped: the operator is K^T ([B, m, n])
+  SourceSpec spec;  // spec.transposed: the operator is K^T ([B, m, n])
   at::ScalarType value_type = at::kFloat;
 
   at::TensorOptions value_options() const { return x.options().dtype(value_type); }
 
   int64_t batch() const { return x.size(0); }
-  int64_t rows() const { return spec.flipped ? y.size(1) : x.size(1); }
-  int64_t cols() const { return spec.flipped ? x.size(1) : y.size(1); }
+  int64_t rows() const { return spec.transposed ? y.size(1) : x.size(1); }
+  int64_t cols() const { return spec.transposed ? x.size(1) : y.size(1); }
 };
 
 // The row reductions of the _row_reduce operator:

@@ -1,7 +1,7 @@
 #pragma once
 // The tile producer interface every engine kernel implements, and every consumer uses.
 //
-// A TileSource is one [rows x cols] operator K (or K^T when flipped) over one batch element:
+// A TileSource is one [rows x cols] operator K (or K^T when transposed) over one batch element:
 //   produce()  writes the values of a [nr x nc] block,
 //   vjp()      accumulates, for a block and an upstream gradient dL/dK on it, the gradients
 //              with respect to the row operand and/or the column operand (and their per-row
@@ -34,7 +34,7 @@ struct SourceSpec {
   KernelId kernel;
   std::vector<double> scalars;
   bool symmetric = false;  // y is x: the diagonal holds exact self-comparisons
-  bool flipped = false;    // rows come from y, columns from x (the operator K^T)
+  bool transposed = false;    // rows come from y, columns from x (the operator K^T)
 };
 
 template <typename T>

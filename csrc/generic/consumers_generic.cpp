@@ -30,7 +30,7 @@ struct Tile {
   at::Tensor rowx, colx;    // [B, nr, d], [B, nc, d]
   at::Tensor rside, cside;  // [B, nr], [B, nc] or undefined
   int64_t r0 = 0, c0 = 0;
-  bool flipped = false, symmetric = false;
+  bool transposed = false, symmetric = false;
 };
 
 struct Evaluator {
@@ -59,8 +59,8 @@ struct ElementwiseEvaluator final : Evaluator {
 
   void operands(const Tile& t, at::Tensor& X, at::Tensor& Y) const {
     const at::Tensor r = t.rowx.unsqueeze(2), c = t.colx.unsqueeze(1);
-    X = t.flipped ? c : r;
-    Y = t.flipped ? r : c;
+    X = t.transposed ? c : r;
+    Y = t.transposed ? r : c;
   }
 
   void accumulate(const Tile& t, at::Tensor* terms, at::Tensor* acc) const {
@@ -131,7 +131,7 @@ struct ElementwiseEvaluator final : Evaluator {
     for (int i = 0; i < M::kCtx; ++i) ctx[i] = ctx[i].unsqueeze(-1);
     at::Tensor X, Y;
     operands(t, X, Y);
-    at::Tensor g = t.flipped ? M::dy(X, Y, ctx, s) : M::dx(X, Y, ctx, s);
+    at::Tensor g = t.transposed ? M::dy(X, Y, ctx, s) : M::dx(X, Y, ctx, s);
     if constexpr (M::kMax) {
       const at::Tensor ties = (terms[0] == acc[0].unsqueeze(-1)).to(g.scalar_type());
       g = g * ties / ties.sum(-1, /*keepdim=*/true);
@@ -222,7 +222,7 @@ struct InnerProductEvaluator final : Evaluator {
       if (t.symmetric) v = at::where(diagonal(t, g), M::h(at::zeros({}, g.options()), s), v);
       return v;
     } else {
-      at::Tensor v = t.flipped ? M::value(g, cb, ra, s) : M::value(g, ra, cb, s);
+      at::Tensor v = t.transposed ? M::value(g, cb, ra, s) : M::value(g, ra, cb, s);
       if constexpr (math::fixes_self<M>()) {
         if (t.symmetric) v = at::where(diagonal(t, g), math::self_value<M>(at::zeros({}, g.options()), s), v);
       }
@@ -253,7 +253,7 @@ struct InnerProductEvaluator final : Evaluator {
       frow = dh;
     } else {
       at::Tensor fa, fb;
-      if (t.flipped) {
+      if (t.transposed) {
         val = M::value(g, cb, ra, s);
         M::grad(g, cb, ra, val, fg, fa, fb, s);
         frow = fb;
@@ -301,7 +301,7 @@ struct NonDifferentiableEvaluator : Evaluator {
   at::Tensor values(const Tile& t) const override {
     const at::Tensor r = t.rowx.unsqueeze(2), c = t.colx.unsqueeze(1);
     const auto& self = static_cast<const Derived&>(*this);
-    return t.flipped ? self.evaluate(c, r) : self.evaluate(r, c);
+    return t.transposed ? self.evaluate(c, r) : self.evaluate(r, c);
   }
   at::Tensor vjp(const Tile&, const at::Tensor&, at::Tensor&, at::Tensor&) const override {
     boolean_not_differentiable();
@@ -392,17 +392,17 @@ std::unique_ptr<Evaluator> make_evaluator(const engine::SourceSpec& spec, at::Sc
   TORCH_CHECK(false, "torchpair: no device-generic evaluator for kernel ", engine::kernel_name(spec.kernel));
 }
 
-// The sweep over one orientation: rows from y when flipped.
+// The sweep over one orientation: rows from y when transposed.
 struct Sweep {
   at::Tensor rowop, colop, rside, cside;
-  bool flipped, symmetric;
+  bool transposed, symmetric;
   int64_t row_chunk, col_chunk;
 
-  Sweep(const Request& req, bool flip, const Evaluator& ev) : flipped(flip), symmetric(req.spec.symmetric) {
-    rowop = flip ? req.y : req.x;
-    colop = flip ? req.x : req.y;
-    rside = flip ? req.b : req.a;
-    cside = flip ? req.a : req.b;
+  Sweep(const Request& req, bool walk_transposed, const Evaluator& ev) : transposed(walk_transposed), symmetric(req.spec.symmetric) {
+    rowop = walk_transposed ? req.y : req.x;
+    colop = walk_transposed ? req.x : req.y;
+    rside = walk_transposed ? req.b : req.a;
+    cside = walk_transposed ? req.a : req.b;
     const int64_t B = std::max<int64_t>(1, req.x.size(0));
     const int64_t per_pair = ev.elementwise ? std::max<int64_t>(1, req.x.size(2)) : 1;
     const int64_t pairs = std::max<int64_t>(1, kTileBudget / (B * per_pair));
@@ -420,7 +420,7 @@ struct Sweep {
     if (cside.defined()) t.cside = cside.narrow(1, c0, nc);
     t.r0 = r0;
     t.c0 = c0;
-    t.flipped = flipped;
+    t.transposed = transposed;
     t.symmetric = symmetric;
     return t;
   }
@@ -433,16 +433,16 @@ struct Sweep {
   }
 };
 
-// gup(flipped, r0, nr, c0, nc) -> dL/dK tile [B, nr, nc] in the sweep's orientation (a gup
+// gup(transposed, r0, nr, c0, nc) -> dL/dK tile [B, nr, nc] in the sweep's orientation (a gup
 // that needs the tile's values takes (evaluator, tile) as extra first arguments);
-// after(r0, nr, c0, nc, values) sees the flipped sweep's values when want_values.
+// after(r0, nr, c0, nc, values) sees the transposed sweep's values when want_values.
 template <typename Gup>
-at::Tensor call_gup(const Gup& gup, const Evaluator& ev, const Tile& t, bool flipped, int64_t r0, int64_t nr,
+at::Tensor call_gup(const Gup& gup, const Evaluator& ev, const Tile& t, bool transposed, int64_t r0, int64_t nr,
                     int64_t c0, int64_t nc) {
   if constexpr (std::is_invocable_v<Gup, const Evaluator&, const Tile&, bool, int64_t, int64_t, int64_t, int64_t>)
-    return gup(ev, t, flipped, r0, nr, c0, nc);
+    return gup(ev, t, transposed, r0, nr, c0, nc);
   else
-    return gup(flipped, r0, nr, c0, nc);
+    return gup(transposed, r0, nr, c0, nc);
 }
 
 template <typename Gup, typename After>
@@ -452,22 +452,22 @@ engine::Grads4 backward_sweeps(const Request& req, std::array<bool, 4> mask, boo
   auto ev = make_evaluator(req.spec, req.value_type);
   const bool need_x = mask[0] || mask[2], need_y = mask[1] || mask[3];
   for (int pass = 0; pass < 2; ++pass) {
-    const bool flipped = pass == 0 ? req.spec.flipped : !req.spec.flipped;
-    const bool need_rows = flipped ? need_y : need_x;
+    const bool transposed = pass == 0 ? req.spec.transposed : !req.spec.transposed;
+    const bool need_rows = transposed ? need_y : need_x;
     const bool need_values = pass == 1 && want_values;
     if (!need_rows && !need_values) continue;
-    Sweep sw(req, flipped, *ev);
+    Sweep sw(req, transposed, *ev);
     at::Tensor drow = at::zeros_like(sw.rowop);
     at::Tensor dside = sw.rside.defined() ? at::zeros_like(sw.rside) : at::Tensor();
     sw.for_each([&](int64_t r0, int64_t nr, int64_t c0, int64_t nc) {
       at::Tensor drow_blk = drow.narrow(1, r0, nr);
       at::Tensor dside_blk = dside.defined() ? dside.narrow(1, r0, nr) : at::Tensor();
       const Tile tile = sw.tile(r0, nr, c0, nc);
-      const at::Tensor values = ev->vjp(tile, call_gup(gup, *ev, tile, flipped, r0, nr, c0, nc), drow_blk, dside_blk);
+      const at::Tensor values = ev->vjp(tile, call_gup(gup, *ev, tile, transposed, r0, nr, c0, nc), drow_blk, dside_blk);
       if (need_values) after(r0, nr, c0, nc, values);
     });
-    (flipped ? g[1] : g[0]) = drow;
-    (flipped ? g[3] : g[2]) = dside;
+    (transposed ? g[1] : g[0]) = drow;
+    (transposed ? g[3] : g[2]) = dside;
   }
   return g;
 }
@@ -476,7 +476,7 @@ engine::Grads4 backward_sweeps(const Request& req, std::array<bool, 4> mask, boo
 
 at::Tensor dense(const Request& req) {
   auto ev = make_evaluator(req.spec, req.value_type);
-  Sweep sw(req, req.spec.flipped, *ev);
+  Sweep sw(req, req.spec.transposed, *ev);
   at::Tensor out = at::empty({req.batch(), sw.rows(), sw.cols()}, req.value_options());
   sw.for_each([&](int64_t r0, int64_t nr, int64_t c0, int64_t nc) {
     out.narrow(1, r0, nr).narrow(2, c0, nc).copy_(ev->values(sw.tile(r0, nr, c0, nc)));
@@ -487,8 +487,8 @@ at::Tensor dense(const Request& req) {
 engine::Grads4 dense_backward(const at::Tensor& grad, const Request& req, std::array<bool, 4> mask) {
   return backward_sweeps(
       req, mask, false,
-      [&](bool flipped, int64_t r0, int64_t nr, int64_t c0, int64_t nc) {
-        return flipped == req.spec.flipped ? grad.narrow(1, r0, nr).narrow(2, c0, nc)
+      [&](bool transposed, int64_t r0, int64_t nr, int64_t c0, int64_t nc) {
+        return transposed == req.spec.transposed ? grad.narrow(1, r0, nr).narrow(2, c0, nc)
                                            : grad.narrow(1, c0, nc).narrow(2, r0, nr).transpose(1, 2);
       },
       [](int64_t, int64_t, int64_t, int64_t, const at::Tensor&) {});
@@ -496,7 +496,7 @@ engine::Grads4 dense_backward(const at::Tensor& grad, const Request& req, std::a
 
 at::Tensor matmul(const Request& req, const at::Tensor& v) {
   auto ev = make_evaluator(req.spec, req.value_type);
-  Sweep sw(req, req.spec.flipped, *ev);
+  Sweep sw(req, req.spec.transposed, *ev);
   at::Tensor out = at::zeros({req.batch(), sw.rows(), v.size(2)}, req.value_options());
   sw.for_each([&](int64_t r0, int64_t nr, int64_t c0, int64_t nc) {
     out.narrow(1, r0, nr).add_(at::matmul(ev->values(sw.tile(r0, nr, c0, nc)), v.narrow(1, c0, nc)));
@@ -509,8 +509,8 @@ engine::Grads5 matmul_backward(const at::Tensor& grad, const Request& req, const
   at::Tensor dv = mask[4] ? at::zeros_like(v) : at::Tensor();
   auto g = backward_sweeps(
       req, {mask[0], mask[1], mask[2], mask[3]}, mask[4],
-      [&](bool flipped, int64_t r0, int64_t nr, int64_t c0, int64_t nc) {
-        return flipped == req.spec.flipped ? at::matmul(grad.narrow(1, r0, nr), v.narrow(1, c0, nc).transpose(1, 2))
+      [&](bool transposed, int64_t r0, int64_t nr, int64_t c0, int64_t nc) {
+        return transposed == req.spec.transposed ? at::matmul(grad.narrow(1, r0, nr), v.narrow(1, c0, nc).transpose(1, 2))
                                            : at::matmul(v.narrow(1, r0, nr), grad.narrow(1, c0, nc).transpose(1, 2));
       },
       [&](int64_t r0, int64_t nr, int64_t c0, int64_t nc, const at::Tensor& values) {
@@ -532,7 +532,7 @@ at::Tensor lse_argument(const engine::RowReduce& r, const at::Tensor& values, in
 
 at::Tensor row_reduce(const Request& req, const engine::RowReduce& reduction) {
   auto ev = make_evaluator(req.spec, req.value_type);
-  Sweep sw(req, req.spec.flipped, *ev);
+  Sweep sw(req, req.spec.transposed, *ev);
   switch (reduction.kind) {
     case engine::RowReduction::kSum: {
       at::Tensor out = at::zeros({req.batch(), sw.rows()}, req.value_options());
@@ -571,8 +571,8 @@ engine::Grads5 row_reduce_backward(const at::Tensor& grad, const Request& req, c
   if (reduction.kind == engine::RowReduction::kSum) {
     auto g = backward_sweeps(
         req, mask4, false,
-        [&](bool flipped, int64_t r0, int64_t nr, int64_t c0, int64_t nc) {
-          return flipped == req.spec.flipped ? grad.narrow(1, r0, nr).unsqueeze(2).expand({-1, nr, nc})
+        [&](bool transposed, int64_t r0, int64_t nr, int64_t c0, int64_t nc) {
+          return transposed == req.spec.transposed ? grad.narrow(1, r0, nr).unsqueeze(2).expand({-1, nr, nc})
                                              : grad.narrow(1, c0, nc).unsqueeze(1).expand({-1, nr, nc});
         },
         none);
@@ -593,19 +593,19 @@ engine::Grads5 row_reduce_backward(const at::Tensor& grad, const Request& req, c
   };
   auto g = backward_sweeps(
       req, mask4, false,
-      [&](const Evaluator& ev, const Tile& t, bool flipped, int64_t r0, int64_t nr, int64_t c0, int64_t nc) {
-        const bool own = flipped == req.spec.flipped;
+      [&](const Evaluator& ev, const Tile& t, bool transposed, int64_t r0, int64_t nr, int64_t c0, int64_t nc) {
+        const bool own = transposed == req.spec.transposed;
         auto [p, gr] = prob(ev.values(t), own, r0, nr, c0, nc);
         if (want_w && own) dw.narrow(1, c0, nc).add_((gr * p).sum(1));
         const at::Tensor gk = gr * p * reduction.scale;
         return own ? gk : gk.transpose(1, 2);
       },
       none);
-  const bool own_pass_ran = req.spec.flipped ? (mask4[1] || mask4[3]) : (mask4[0] || mask4[2]);
+  const bool own_pass_ran = req.spec.transposed ? (mask4[1] || mask4[3]) : (mask4[0] || mask4[2]);
   if (want_w && !own_pass_ran) {
     // dw accumulates in the operator's own orientation; that sweep did not run
     auto ev = make_evaluator(req.spec, req.value_type);
-    Sweep sw(req, req.spec.flipped, *ev);
+    Sweep sw(req, req.spec.transposed, *ev);
     sw.for_each([&](int64_t r0, int64_t nr, int64_t c0, int64_t nc) {
       auto [p, gr] = prob(ev->values(sw.tile(r0, nr, c0, nc)), true, r0, nr, c0, nc);
       dw.narrow(1, c0, nc).add_((gr * p).sum(1));
@@ -619,7 +619,7 @@ engine::Grads5 row_reduce_backward(const at::Tensor& grad, const Request& req, c
 // with largest=True), last otherwise.
 std::tuple<at::Tensor, at::Tensor> topk(const Request& req, int64_t k, bool largest, bool nan_first) {
   auto ev = make_evaluator(req.spec, req.value_type);
-  Sweep sw(req, req.spec.flipped, *ev);
+  Sweep sw(req, req.spec.transposed, *ev);
   const auto long_opts = req.value_options().dtype(at::kLong);
   at::Tensor values = at::empty({req.batch(), sw.rows(), k}, req.value_options());
   at::Tensor indices = at::empty({req.batch(), sw.rows(), k}, long_opts);
@@ -652,7 +652,7 @@ std::tuple<at::Tensor, at::Tensor> topk(const Request& req, int64_t k, bool larg
 
 std::tuple<at::Tensor, at::Tensor> softmax_matmul(const Request& req, const at::Tensor& v) {
   auto ev = make_evaluator(req.spec, req.value_type);
-  Sweep sw(req, req.spec.flipped, *ev);
+  Sweep sw(req, req.spec.transposed, *ev);
   const int64_t C = v.size(2);
   at::Tensor out = at::zeros({req.batch(), sw.rows(), C}, req.value_options());
   at::Tensor lse = at::full({req.batch(), sw.rows()}, -std::numeric_limits<double>::infinity(), req.value_options());
@@ -689,8 +689,8 @@ engine::Grads5 softmax_matmul_backward(const at::Tensor& grad, const Request& re
   };
   auto g = backward_sweeps(
       req, {mask[0], mask[1], mask[2], mask[3]}, mask[4],
-      [&](const Evaluator& ev, const Tile& t, bool flipped, int64_t r0, int64_t nr, int64_t c0, int64_t nc) {
-        const bool own = flipped == req.spec.flipped;
+      [&](const Evaluator& ev, const Tile& t, bool transposed, int64_t r0, int64_t nr, int64_t c0, int64_t nc) {
+        const bool own = transposed == req.spec.transposed;
         const at::Tensor K = ev.values(t);
         if (own) {  // dL/dK_rc = p_rc (grad_r . v_c - delta_r)
           const at::Tensor gv = at::matmul(grad.narrow(1, r0, nr), v.narrow(1, c0, nc).transpose(1, 2));
@@ -700,7 +700,7 @@ engine::Grads5 softmax_matmul_backward(const at::Tensor& grad, const Request& re
         return prob(K, lse.narrow(1, c0, nc).unsqueeze(1)) * (gv - delta.narrow(1, c0, nc).unsqueeze(1));
       },
       [&](int64_t r0, int64_t nr, int64_t c0, int64_t nc, const at::Tensor& values) {
-        // the flipped sweep: rows are V's rows, dV_r += sum_c p_cr grad_c
+        // the transposed sweep: rows are V's rows, dV_r += sum_c p_cr grad_c
         const at::Tensor p = prob(values, lse.narrow(1, c0, nc).unsqueeze(1));
         dv.narrow(1, r0, nr).add_(at::matmul(p, grad.narrow(1, c0, nc)));
       });
@@ -725,7 +725,7 @@ namespace tp::generic {
 namespace {
 
 // Condensed positions of a tile's pairs (row i, column j) with j > i (upper), or of a
-// flipped tile's pairs (row j, column i) with i < j; `valid` marks them, `index` is 0 elsewhere.
+// transposed tile's pairs (row j, column i) with i < j; `valid` marks them, `index` is 0 elsewhere.
 void condensed_index(int64_t n, int64_t r0, int64_t nr, int64_t c0, int64_t nc, bool upper,
                      const at::TensorOptions& opts, at::Tensor& index, at::Tensor& valid) {
   const auto lo = opts.dtype(at::kLong);
@@ -772,22 +772,22 @@ engine::Grads4 pdist_backward(const at::Tensor& grad, const Request& req, std::a
   auto ev = make_evaluator(req.spec, req.value_type);
   const bool need_x = mask[0] || mask[2], need_y = mask[1] || mask[3];
   for (int pass = 0; pass < 2; ++pass) {
-    const bool flipped = pass == 1;
-    if (!(flipped ? need_y : need_x)) continue;
-    Sweep sw(req, flipped, *ev);
+    const bool transposed = pass == 1;
+    if (!(transposed ? need_y : need_x)) continue;
+    Sweep sw(req, transposed, *ev);
     at::Tensor drow = at::zeros_like(sw.rowop);
     at::Tensor dside = sw.rside.defined() ? at::zeros_like(sw.rside) : at::Tensor();
-    for_each_triangle_tile(sw, !flipped, [&](int64_t r0, int64_t nr, int64_t c0, int64_t nc) {
+    for_each_triangle_tile(sw, !transposed, [&](int64_t r0, int64_t nr, int64_t c0, int64_t nc) {
       at::Tensor index, valid;
-      condensed_index(n, r0, nr, c0, nc, !flipped, grad.options(), index, valid);
+      condensed_index(n, r0, nr, c0, nc, !transposed, grad.options(), index, valid);
       const at::Tensor gup = at::where(valid, grad.index_select(1, index.flatten()).view({B, nr, nc}),
                                        at::zeros({}, grad.options()));
       at::Tensor drow_blk = drow.narrow(1, r0, nr);
       at::Tensor dside_blk = dside.defined() ? dside.narrow(1, r0, nr) : at::Tensor();
       ev->vjp(sw.tile(r0, nr, c0, nc), gup, drow_blk, dside_blk);
     });
-    (flipped ? g[1] : g[0]) = drow;
-    (flipped ? g[3] : g[2]) = dside;
+    (transposed ? g[1] : g[0]) = drow;
+    (transposed ? g[3] : g[2]) = dside;
   }
   return g;
 }

@@ -223,7 +223,7 @@ int64_t check_dim(const char* op, int64_t dim) {
 
 // The orientation a row consumer walks: K (or K^T when transposed) for dim -1, the other
 // one for dim -2.
-bool flip_for(int64_t dim, bool transpose) { return dim == -2 ? !transpose : transpose; }
+bool walks_transposed(int64_t dim, bool transpose) { return dim == -2 ? !transpose : transpose; }
 
 at::Tensor lazy_reduce_op(const at::Tensor& x, const Opt& y, c10::string_view metric, c10::string_view reduction,
                           std::optional<int64_t> dim, bool transpose, double scale, const Opt& log_weight,
@@ -255,8 +255,8 @@ at::Tensor lazy_reduce_op(const at::Tensor& x, const Opt& y, c10::string_view me
   }
   Flat f = log_weight.has_value() ? flatten(op, info, x, y, &wbatch, "log_weight") : flatten(op, info, x, y);
   const auto prep = prepare(op, info, f, opts);
-  const bool flip = flip_for(dim.value_or(-1), transpose);
-  const c10::SymInt& reduced = flip ? f.n : f.m;  // per-row count
+  const bool transposed = walks_transposed(dim.value_or(-1), transpose);
+  const c10::SymInt& reduced = transposed ? f.n : f.m;  // per-row count
   Opt weight;
   if (log_weight.has_value()) {
     TORCH_CHECK_VALUE(log_weight->sym_size(-1) == reduced, "torchpair.", op, ": 'log_weight' has ",
@@ -267,14 +267,14 @@ at::Tensor lazy_reduce_op(const at::Tensor& x, const Opt& y, c10::string_view me
     const at::Tensor w = log_weight->to(vt);
     weight = (f.batch.empty() ? w.unsqueeze(0) : w.expand_symint(full).reshape_symint({f.B, reduced})).contiguous();
   }
-  const at::Tensor rows = row_reduce(core_of(prep, flip), lse ? "logsumexp" : count ? "count" : "sum", scale, weight,
+  const at::Tensor rows = row_reduce(core_of(prep, transposed), lse ? "logsumexp" : count ? "count" : "sum", scale, weight,
                                      threshold.value_or(0.0));  // [B, rows]
   at::Tensor out;
   if (dim.has_value()) {
-    if (count) return restore_shape(rows, f, {flip ? f.m : f.n});
+    if (count) return restore_shape(rows, f, {transposed ? f.m : f.n});
     // mean: divided by the (possibly symbolic) count; 0/0 = NaN over an empty set, as torch.mean
     out = reduction == "mean" ? rows.div(c10::Scalar(reduced)) : rows;
-    return restore(out, f, {flip ? f.m : f.n});
+    return restore(out, f, {transposed ? f.m : f.n});
   }
   if (count) return restore_shape(rows.sum(-1), f, {});
   if (lse) {
@@ -287,15 +287,15 @@ at::Tensor lazy_reduce_op(const at::Tensor& x, const Opt& y, c10::string_view me
 }
 
 // values with the gradient of the same pairs' values recomputed by _paired (indices [B,
-// rows, k] into the columns of the orientation `flip`). The result equals `values`
+// rows, k] into the columns of the walked operator, K^T when `transposed`). The result equals `values`
 // exactly; only its gradient comes from the recomputation.
-at::Tensor differentiable_values(const catalog::Prepared& prep, bool flip, const at::Tensor& values,
+at::Tensor differentiable_values(const catalog::Prepared& prep, bool transposed, const at::Tensor& values,
                                  const at::Tensor& indices) {
   const c10::SymInt B = values.sym_size(0), rows = values.sym_size(1), k = values.sym_size(2);
-  const at::Tensor& row_op = flip ? prep.y : prep.x;
-  const at::Tensor& col_op = flip ? prep.x : prep.y;
-  const at::Tensor& row_side = flip ? prep.b : prep.a;
-  const at::Tensor& col_side = flip ? prep.a : prep.b;
+  const at::Tensor& row_op = transposed ? prep.y : prep.x;
+  const at::Tensor& col_op = transposed ? prep.x : prep.y;
+  const at::Tensor& row_side = transposed ? prep.b : prep.a;
+  const at::Tensor& col_side = transposed ? prep.a : prep.b;
   const c10::SymInt d = row_op.sym_size(2);
   const at::Tensor flat = indices.reshape_symint({B, rows * k});
   auto expand_rows = [&](const at::Tensor& t) {
@@ -314,8 +314,8 @@ at::Tensor differentiable_values(const catalog::Prepared& prep, bool flip, const
         at::arange(c10::Scalar(rows), indices.options()).unsqueeze(1).expand_symint({rows, k}).reshape_symint({rows * k});
     self_mask = flat == row_index;
   }
-  // the kernel's x operand is the row operand unless the orientation is flipped
-  const at::Tensor g = flip ? paired(c_op, r_op, c_side, r_side, self_mask, prep.kernel, prep.scalars, std::nullopt)
+  // the kernel's x operand is the row operand unless the orientation is transposed
+  const at::Tensor g = transposed ? paired(c_op, r_op, c_side, r_side, self_mask, prep.kernel, prep.scalars, std::nullopt)
                             : paired(r_op, c_op, r_side, c_side, self_mask, prep.kernel, prep.scalars, std::nullopt);
   const at::Tensor delta = g - g.detach();
   return values + at::where(at::isfinite(g), delta, at::zeros({}, delta.options())).reshape_symint({B, rows, k});
@@ -340,21 +340,21 @@ std::tuple<at::Tensor, at::Tensor> lazy_topk_op(const at::Tensor& x, const Opt& 
   TORCH_CHECK_VALUE(k >= 0, "torchpair.", op, ": 'k' must be >= 0, got ", k);
   (void)sorted;  // results always come best first (a valid order for sorted=False too)
   Flat f = flatten(op, info, x, y);
-  const bool flip = flip_for(dim, transpose);
-  const c10::SymInt& cols = flip ? f.n : f.m;
+  const bool transposed = walks_transposed(dim, transpose);
+  const c10::SymInt& cols = transposed ? f.n : f.m;
   TORCH_CHECK_VALUE(cols >= k, "torchpair.", op, ": 'k' (", k, ") must not exceed the size of dimension ", dim,
                     " (", cols, ")");
   const auto prep = prepare(op, info, f, opts, /*selection=*/true);
   // Euclidean distances rank exactly as their squares: select on the squared kernel and take
   // square roots of the k winners only (a sqrt per pair is a quarter of a D = 32 tile).
-  Core core = core_of(prep, flip);
+  Core core = core_of(prep, transposed);
   const char* squared_kernel = catalog::squared_kernel(core.kernel);
   const bool squared = squared_kernel != nullptr;
   if (squared) core.kernel = squared_kernel;
   auto [values, indices] = topk(core, k, largest, largest || nan == "propagate");
   if (squared) values = at::sqrt(values);
-  if (requires_grad(prep)) values = differentiable_values(prep, flip, values, indices);
-  const c10::SymInt rows = flip ? f.m : f.n;
+  if (requires_grad(prep)) values = differentiable_values(prep, transposed, values, indices);
+  const c10::SymInt rows = transposed ? f.m : f.n;
   return {restore(values, f, {rows, k}), restore_shape(indices, f, {rows, k})};
 }
 
@@ -364,24 +364,24 @@ at::Tensor lazy_softmax_matmul_op(const at::Tensor& x, const Opt& y, const at::T
   const char* op = "lazy_softmax_matmul";
   const auto& info = catalog::lookup(std::string(metric), op);
   check_dim(op, dim);
-  const bool flip = flip_for(dim, transpose);
+  const bool transposed = walks_transposed(dim, transpose);
   TORCH_CHECK_VALUE(v.defined() && v.dim() >= 1, "torchpair.", op,
                     ": 'v' must have shape [..., M, C] or [M], got ", v.defined() ? v.dim() : 0, " dimensions");
   const bool vector = v.dim() == 1;
   const at::Tensor v2 = vector ? v.unsqueeze(-1) : v;
   const SymShape vbatch = batch_of(v2, 2);
   Flat f = flatten(op, info, x, y, &vbatch, "v");
-  const c10::SymInt& cols = flip ? f.n : f.m;
+  const c10::SymInt& cols = transposed ? f.n : f.m;
   TORCH_CHECK_VALUE(v2.sym_size(-2) == cols, "torchpair.", op, ": 'v' has ", v2.sym_size(-2),
                     " rows but the softmax runs over ", cols, " columns");
   TORCH_CHECK_VALUE(v.device() == x.device(), "torchpair.", op, ": 'v' is on ", v.device(), " but 'x' is on ",
                     x.device());
   check_v_dtype(op, info, x, v);
   const auto prep = prepare(op, info, f, opts);
-  Core core = core_of(prep, flip);
+  Core core = core_of(prep, transposed);
   const at::Tensor vf = to_flat(v2.to(v_dtype(core, f, v)), f.batch, f.B).contiguous();
   at::Tensor out = std::get<0>(softmax_matmul(core, vf));
-  out = restore(out, f, {flip ? f.m : f.n, v2.sym_size(-1)});
+  out = restore(out, f, {transposed ? f.m : f.n, v2.sym_size(-1)});
   return vector ? out.squeeze(-1) : out;
 }
 

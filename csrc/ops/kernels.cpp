@@ -55,7 +55,7 @@ engine::Request make_request(const char* op, const at::Tensor& x, const at::Tens
   req.spec.scalars.assign(scalars.begin(), scalars.end());
   engine::check_kernel_scalars(req.spec.kernel, req.spec.scalars, x.size(2), op);
   req.spec.symmetric = symmetric;
-  req.spec.flipped = transpose;
+  req.spec.transposed = transpose;
   TORCH_CHECK_VALUE(!symmetric || x.sizes() == y.sizes(), "torchpair.", op,
                     ": 'symmetric' requires 'x' and 'y' of the same shape");
   req.x = x.contiguous();
