@@ -1,8 +1,8 @@
 #pragma once
 // Kernel (similarity) definitions with sklearn's names, defaults and numbers (issue 3, part B):
 //   inner-product family : linear (also cosine_similarity on normalised operands),
-//                          polynomial, sigmoid; matern and rational_quadratic as functions of
-//                          d2 on (length-scaled) operands;
+//                          polynomial, sigmoid; matern, rational_quadratic and
+//                          exp_sine_squared as functions of d2 on (length-scaled) operands;
 //   elementwise family   : laplacian, chi2, additive_chi2; the difference-based twins of the
 //                          d2-kernels for small D (DistanceDirect).
 // See kernel_traits.h for the contracts and docs/conventions.md for the values and gradients
@@ -130,6 +130,59 @@ struct RationalQuadraticGemm {
   }
 };
 
+// sklearn.gaussian_process.kernels.ExpSineSquared: exp(-2 sin^2(pi d / periodicity) /
+// length_scale^2), d the euclidean distance; written in d2, gamma = 2 / length_scale^2 and
+// omega = pi / periodicity. The one formula of three engine kernels: the d2-kernel
+// ExpSineSquaredGemm (scalars [gamma, omega]) and its DistanceDirect twin serve scalar
+// parameters; ExpSineSquaredParamGemm serves tensor parameters (differentiable).
+// h is smooth in d2 at 0 (sin^2(omega sqrt(d2)) = omega^2 d2 + O(d2^2)), so its gradient is
+// bounded; at d = 0 it is 0 w.r.t. x and y (the factor x - y) and the length scale (sin 0 = 0).
+struct ExpSineSquared {
+  // G is double (a kernel scalar) or V (a side feature).
+  template <class V, class G> static V value(const V& d2, const G& gamma, double omega) {
+    const V s = math::sin(math::sqrt(d2) * omega);
+    return math::exp(s * s * gamma * -1.0);
+  }
+  // d value / d d2 = -gamma omega^2 value sin(2 t) / (2 t), t = omega sqrt(d2) (the ratio is 1 at t = 0)
+  template <class V, class G> static V d_d2(const V& d2, const V& value, const G& gamma, double omega) {
+    const V z = math::sqrt(d2) * (2.0 * omega);
+    const V sinc = math::select(math::is_zero(z), math::full_like(z, 1.0), V(math::sin(z) / z));
+    return value * sinc * gamma * (-omega * omega);
+  }
+};
+
+// exp_sine_squared as h(d2); scalars: [gamma, omega].
+struct ExpSineSquaredGemm {
+  static constexpr int kScalars = 2;
+  static constexpr bool kDistanceBased = true, kSingularAtZero = false;
+  template <class V> static V h(const V& d2, const Scalars& s) { return ExpSineSquared::value(d2, s[0], s[1]); }
+  template <class V> static V dh(const V& d2, const V& value, const Scalars& s) {
+    return ExpSineSquared::d_d2(d2, value, s[0], s[1]);
+  }
+};
+
+// exp_sine_squared with its parameters as inputs: g = x'.y' with x' = [u, |u|^2] and
+// y' = [-2 v, 1] (u, v the centred operands times pi / periodicity), side features
+// a = gamma (per row of x) and b = |v|^2, so d2 = g + b (times omega^2) and the gradients
+// w.r.t. gamma (fa) and the operands flow back through the catalog's preparation. Exact
+// self-comparisons are 1 with gradient 0.
+struct ExpSineSquaredParamGemm {
+  static constexpr int kScalars = 0;
+  static constexpr bool kDistanceBased = false, kSingularAtZero = false, kExactSelf = true;
+  template <class V> static V self_value(const V& like, const Scalars&) { return math::full_like(like, 1.0); }
+  template <class V> static V value(const V& g, const V& a, const V& b, const Scalars&) {
+    return ExpSineSquared::value(math::clamp_min(g + b, 0.0), a, 1.0);
+  }
+  template <class V>
+  static void grad(const V& g, const V& a, const V& b, const V& value, V& fg, V& fa, V& fb, const Scalars&) {
+    const V d2 = math::clamp_min(g + b, 0.0);
+    const V s = math::sin(math::sqrt(d2));
+    fa = s * s * value * -1.0;
+    fg = ExpSineSquared::d_d2(d2, value, a, 1.0);
+    fb = fg;
+  }
+};
+
 // ---- elementwise family -----------------------------------------------------------------
 
 // A distance-based kernel h(d2) evaluated on differences (exact for equal rows): the
@@ -148,6 +201,7 @@ struct DistanceDirect {
 };
 using MaternDirect = DistanceDirect<MaternGemm>;
 using RationalQuadraticDirect = DistanceDirect<RationalQuadraticGemm>;
+using ExpSineSquaredDirect = DistanceDirect<ExpSineSquaredGemm>;
 
 // exp(-gamma sum_k |x_k - y_k|); scalars: [gamma]. At x_k = y_k the k-th derivative is 0
 // (sign(0) = 0, the subgradient torch.abs uses).

@@ -220,6 +220,12 @@ inline Vec<T> tanh(const Vec<T>& x) {
 inline at::Tensor tanh(const at::Tensor& x) { return x.tanh(); }
 
 template <class T, std::enable_if_t<std::is_floating_point_v<T>, int> = 0>
+inline T sin(T x) { return std::sin(x); }
+template <class T>
+inline Vec<T> sin(const Vec<T>& x) { return x.sin(); }
+inline at::Tensor sin(const at::Tensor& x) { return x.sin(); }
+
+template <class T, std::enable_if_t<std::is_floating_point_v<T>, int> = 0>
 inline T asin(T x) { return std::asin(x); }
 template <class T>
 inline Vec<T> asin(const Vec<T>& x) { return x.asin(); }
