@@ -446,3 +446,14 @@ def test_exp_sine_squared_compile_and_export_with_tensor_parameters():
     ep = torch.export.export(M(), (x, y, ls.detach(), per.detach()))
     torch.testing.assert_close(ep.module()(x, y, ls.detach(), per.detach()),
                                torch.from_numpy(gpk.ExpSineSquared(0.8, 1.7)(x.numpy(), y.numpy())))
+
+
+def test_length_scale_tensor_requiring_grad_is_an_input():
+    """A 0-d tensor that requires grad, passed as length_scale, is differentiable (matern: the
+    length_scales slot); one that does not is a number."""
+    g = torch.Generator().manual_seed(17)
+    x = torch.randn(4, 3, dtype=D64, generator=g, requires_grad=True)
+    ls = torch.tensor(1.3, dtype=D64, requires_grad=True)
+    assert torch.autograd.gradcheck(lambda a, l: tp.pairwise(a, None, "matern", nu=2.5, length_scale=l), (x, ls))
+    torch.testing.assert_close(tp.pairwise(x, None, "matern", nu=2.5, length_scale=torch.tensor(1.3)),
+                               torch.from_numpy(gpk.Matern(1.3, nu=2.5)(x.detach().numpy())))
