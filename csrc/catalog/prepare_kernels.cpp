@@ -88,6 +88,8 @@ double length_scale_param(Inputs& scaled, const Inputs& in, const ComparisonOpti
   return 1.0;
 }
 
+constexpr double kPi = 3.14159265358979323846;
+
 // A derived kernel scalar in the tile dtype's range (see float_param): a float kernel would
 // turn a larger finite double into inf.
 double tile_scalar(const Inputs& in, double v) {
@@ -190,7 +192,7 @@ Prepared prepare_exp_sine_squared(const Inputs& in, const ComparisonOptions& o) 
   if (!o.length_scales.has_value() && !o.periodicities.has_value()) {
     const double ls = float_param(o.length_scale, 1.0, "length_scale", in, metric, 0.0, /*lo_inclusive=*/false);
     const double per = float_param(o.periodicity, 1.0, "periodicity", in, metric, 0.0, /*lo_inclusive=*/false);
-    return distance_family(in, metric, {tile_scalar(in, 2.0 / (ls * ls)), tile_scalar(in, M_PI / per)});
+    return distance_family(in, metric, {tile_scalar(in, 2.0 / (ls * ls)), tile_scalar(in, kPi / per)});
   }
   const at::Tensor ls =
       positive_hyperparameter(o.length_scales, o.length_scale, "length_scale", "length_scales", in, metric);
@@ -200,7 +202,7 @@ Prepared prepare_exp_sine_squared(const Inputs& in, const ComparisonOptions& o) 
   // form's cancellation small, as in distance_family.
   const at::Tensor ref = in.symmetric ? in.x : in.y;
   const at::Tensor centre = at::nan_to_num(ref.detach().mean(1, /*keepdim=*/true), 0.0, 0.0, 0.0);
-  const at::Tensor omega = at::reciprocal(per) * M_PI;
+  const at::Tensor omega = at::reciprocal(per) * kPi;
   const at::Tensor u = (in.x - centre) * omega;
   const at::Tensor v = in.symmetric ? u : (in.y - centre) * omega;
   const at::Tensor uu = u.square().sum(-1, /*keepdim=*/true);
