@@ -10,7 +10,7 @@ TORCH_PIN := torch==2.13.0
 DEPS_STAMP := $(VENV)/.deps-stamp
 PYTEST_ARGS ?=
 
-.PHONY: all build deps test demo bench fuzz sanitize clean distclean
+.PHONY: all build deps test demo bench fuzz device-check sanitize clean distclean
 
 all: build
 
@@ -36,6 +36,14 @@ demo: build
 
 bench: build
 	$(PY) -m torchpair bench --out build/bench-report
+
+# The metric definitions compiled by nvcc as device code, and their scalar path on the host
+# (tests/test_host_device.py), with nvcc from PyPI: ~100 MB to download, ~250 MB installed,
+# so not in requirements-dev.txt (`make test` skips the nvcc part where no nvcc is found).
+NVCC_PINS := nvidia-cuda-nvcc==13.0.88 nvidia-nvvm==13.0.88 nvidia-cuda-crt==13.0.88 nvidia-cuda-runtime==13.0.96
+device-check: build
+	$(PIP) install -q $(NVCC_PINS)
+	$(PY) -m pytest -q -rs tests/test_host_device.py
 
 # A long property-based run (the bounded one is part of `make test`).
 FUZZ_EXAMPLES ?= 3000

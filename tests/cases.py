@@ -116,6 +116,15 @@ METRIC_CASES += [
     MetricCase("rational_quadratic", {}, _gp("RationalQuadratic"), rtol64=1e-8, dims=(1, 20)),
     MetricCase("rational_quadratic", {"alpha": 0.4, "length_scale": 1.7},
                _gp("RationalQuadratic", alpha=0.4, length_scale=1.7), rtol64=1e-8, dims=(20,)),
+    # exp_sine_squared: number parameters take the d2-kernel (difference-based up to 16 features, GEMM above);
+    # tensor parameters the GEMM value kernel with the parameters as inputs, for every D
+    MetricCase("exp_sine_squared", {}, _gp("ExpSineSquared"), rtol64=1e-8, dims=(1, 3, 20)),
+    MetricCase("exp_sine_squared", {"length_scale": 0.7, "periodicity": 2.5},
+               _gp("ExpSineSquared", length_scale=0.7, periodicity=2.5), rtol64=1e-8, dims=(2, 20)),
+    MetricCase("exp_sine_squared", {"length_scales": torch.tensor(1.3, dtype=torch.float64),
+                                    "periodicities": torch.tensor(0.8, dtype=torch.float64)},
+               _gp("ExpSineSquared", length_scale=1.3, periodicity=0.8), rtol64=1e-8, dims=(1, 20),
+               id="exp_sine_squared[tensor parameters]"),
 ]
 
 METRIC_IDS = [c.id for c in METRIC_CASES]

@@ -87,13 +87,15 @@ CASE_IDS = [
     "rbf", "rbf[gamma=0.2]", "laplacian[gamma=0.7]", "linear", "polynomial", "polynomial[degree=2.5,coef0=2.0]",
     "sigmoid[gamma=0.3,coef0=-0.5]", "cosine_similarity", "chi2", "additive_chi2", "matern",
     "matern[nu=2.5,length_scale=per-feature-3]", "matern[nu=1.5,length_scales=per-feature-20]",
-    "rational_quadratic[alpha=0.4,length_scale=1.7]",
+    "rational_quadratic[alpha=0.4,length_scale=1.7]", "exp_sine_squared[length_scale=0.7,periodicity=2.5]",
+    "exp_sine_squared[tensor parameters]",
     "hamming", "jaccard", "dice", "yule", "tanimoto", "hamming[values]",
 ]
 _BY_ID = {c.id: c for c in METRIC_CASES}
 CASES = [_BY_ID[i] for i in CASE_IDS]  # KeyError here = a renamed row in cases.py
 DIFF_IDS = ["euclidean", "rbf[gamma=0.2]", "cityblock", "cosine", "polynomial", "seuclidean", "mahalanobis[VI]",
-            "matern[nu=2.5,length_scale=per-feature-3]", "laplacian[gamma=0.7]", "correlation", "chi2"]
+            "matern[nu=2.5,length_scale=per-feature-3]", "laplacian[gamma=0.7]", "correlation", "chi2",
+            "exp_sine_squared[tensor parameters]"]
 
 
 def oracle(case, x, y=None):

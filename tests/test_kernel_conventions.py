@@ -279,3 +279,181 @@ def test_export_matern_with_length_scales():
     torch.testing.assert_close(ep.module()(x, y, ls), M()(x, y, ls))
     want = gpk.Matern(length_scale=ls.double().numpy(), nu=0.5)(x.double().numpy(), y.double().numpy()).sum(-1)
     torch.testing.assert_close(ep.module()(x, y, ls).double(), torch.from_numpy(want), rtol=1e-5, atol=1e-5)
+
+
+# ---- exp_sine_squared: parameters as inputs, distance 0 -------------------------------------
+def _ess_params(ls, per, requires_grad=True):
+    return (torch.tensor(ls, dtype=D64, requires_grad=requires_grad),
+            torch.tensor(per, dtype=D64, requires_grad=requires_grad))
+
+
+@pytest.mark.parametrize("d", [1, 3, 20])
+def test_exp_sine_squared_parameter_gradients_match_sklearn(d):
+    """sklearn's eval_gradient gives dK/dlog(theta); dK/dtheta = that / theta."""
+    g = torch.Generator().manual_seed(11)
+    x = torch.randn(7, d, dtype=D64, generator=g)
+    x[3] = x[1]  # a pair at distance 0 off the diagonal
+    ls0, per0 = 0.9, 1.6
+    K, dK = gpk.ExpSineSquared(length_scale=ls0, periodicity=per0)(x.numpy(), eval_gradient=True)
+    w = torch.randn(7, 7, dtype=D64, generator=g)
+    ls, per = _ess_params(ls0, per0)
+    for make in (lambda: tp.pairwise(x, None, "exp_sine_squared", length_scale=ls, periodicity=per),
+                 lambda: tp.lazy(x, None, "exp_sine_squared", length_scale=ls, periodicity=per) @ torch.eye(7, dtype=D64),
+                 lambda: torch.from_numpy(_squareform(tp.pdist(x, "exp_sine_squared", length_scale=ls,
+                                                               periodicity=per)))):
+        out = make()
+        torch.testing.assert_close(out.detach(), torch.from_numpy(K), rtol=1e-10, atol=1e-12)
+        if not out.requires_grad:  # the pdist row's squareform goes through numpy
+            continue
+        got = torch.autograd.grad((out * w).sum(), (ls, per))
+        for i, theta in enumerate((ls0, per0)):
+            want = (torch.from_numpy(dK[..., i]) / theta * w).sum()
+            torch.testing.assert_close(got[i], want, rtol=1e-9, atol=1e-12)
+
+
+def _squareform(condensed):
+    from scipy.spatial.distance import squareform
+    s = squareform(condensed.detach().numpy(), checks=False)
+    np.fill_diagonal(s, 1.0)  # a kernel's self-similarity; pdist holds the pairs only
+    return s
+
+
+@pytest.mark.parametrize("d", [1, 20])
+def test_exp_sine_squared_pdist_parameter_gradient(d):
+    g = torch.Generator().manual_seed(12)
+    x = torch.randn(6, d, dtype=D64, generator=g)
+    ls0, per0 = 1.2, 0.7
+    _, dK = gpk.ExpSineSquared(length_scale=ls0, periodicity=per0)(x.numpy(), eval_gradient=True)
+    iu = np.triu_indices(6, 1)
+    w = torch.randn(len(iu[0]), dtype=D64, generator=g)
+    ls, per = _ess_params(ls0, per0)
+    got = torch.autograd.grad((tp.pdist(x, "exp_sine_squared", length_scale=ls, periodicity=per) * w).sum(), (ls, per))
+    for i, theta in enumerate((ls0, per0)):
+        torch.testing.assert_close(got[i], (torch.from_numpy(dK[..., i][iu]) / theta * w).sum(), rtol=1e-9, atol=1e-12)
+
+
+@pytest.mark.parametrize("d", [2, 20])
+def test_exp_sine_squared_gradcheck_all_inputs(d):
+    g = torch.Generator().manual_seed(13)
+    x = torch.randn(5, d, dtype=D64, generator=g, requires_grad=True)
+    y = torch.randn(6, d, dtype=D64, generator=g, requires_grad=True)
+    v = torch.randn(6, 2, dtype=D64, generator=g)
+    ls, per = _ess_params(0.8, 1.9)
+    f = lambda a, b, l, p: tp.pairwise(a, b, "exp_sine_squared", length_scale=l, periodicity=p)  # noqa: E731
+    assert torch.autograd.gradcheck(f, (x, y, ls, per))
+    m = lambda a, b, l, p: tp.lazy(a, b, "exp_sine_squared", length_scale=l, periodicity=p) @ v  # noqa: E731
+    assert torch.autograd.gradcheck(m, (x, y, ls, per))
+    s = lambda a, l, p: tp.lazy(a, None, "exp_sine_squared", length_scale=l, periodicity=p).logsumexp(-1)  # noqa: E731
+    assert torch.autograd.gradcheck(s, (x, ls, per))
+    # one parameter a tensor, the other a number
+    assert torch.autograd.gradcheck(lambda a, p: tp.pairwise(a, y.detach(), "exp_sine_squared", periodicity=p,
+                                                             length_scale=0.6), (x, per))
+
+
+@pytest.mark.parametrize("d", [1, 3, 20])
+def test_exp_sine_squared_lazy_consumers_with_tensor_parameters_match_dense(d):
+    g = torch.Generator().manual_seed(14)
+    x = torch.randn(2, 9, d, dtype=D64, generator=g)
+    y = torch.randn(2, 8, d, dtype=D64, generator=g)
+    v = torch.randn(2, 8, 3, dtype=D64, generator=g)
+    ls, per = _ess_params(0.9, 2.2, requires_grad=False)
+    params = {"length_scales": ls, "periodicities": per}  # the tensor path without grad
+    K = torch.from_numpy(np.stack([gpk.ExpSineSquared(0.9, 2.2)(a.numpy(), b.numpy()) for a, b in zip(x, y)]))
+    L = tp.lazy(x, y, "exp_sine_squared", **params)
+    torch.testing.assert_close(L @ v, K @ v)
+    torch.testing.assert_close(L.sum(-1), K.sum(-1))
+    torch.testing.assert_close(L.sum(-2), K.sum(-2))
+    vals, idx = L.topk(3, dim=-1)
+    torch.testing.assert_close(vals, K.topk(3, dim=-1).values)
+    torch.testing.assert_close(tp.pairwise(x, y, "exp_sine_squared", **params), K)
+
+
+@pytest.mark.parametrize("d", [1, 3, 20])
+@pytest.mark.parametrize("tensor_params", [False, True])
+def test_exp_sine_squared_at_zero_distance(d, tensor_params):
+    """k = 1 at d = 0; the gradient there is 0 w.r.t. x, y (the factor x - y) and the parameters
+    (sin(0) = 0), as euclidean's convention."""
+    g = torch.Generator().manual_seed(15)
+    x = torch.randn(4, d, dtype=D64, generator=g)
+    y = torch.cat([x[:2], torch.randn(3, d, dtype=D64, generator=g)])
+    ls, per = _ess_params(0.7, 1.3, requires_grad=tensor_params)
+    params = {"length_scale": ls, "periodicity": per} if tensor_params else {"length_scale": 0.7, "periodicity": 1.3}
+    want = gpk.ExpSineSquared(0.7, 1.3)(x.numpy(), y.numpy())
+    out = tp.pairwise(x, y, "exp_sine_squared", **params)
+    torch.testing.assert_close(out.detach(), torch.from_numpy(want), rtol=1e-8, atol=1e-8)
+    xr, yr = x.clone().requires_grad_(True), y.clone().requires_grad_(True)
+    o = tp.pairwise(xr, yr, "exp_sine_squared", **params)
+    leaves = (xr, yr, ls, per) if tensor_params else (xr, yr)
+    got = torch.autograd.grad(o[0, 0] + o[1, 1], leaves)
+    for t in got:
+        if tensor_params:  # the GEMM form: d2 of equal rows is rounding noise ~eps |u|^2
+            assert t.abs().max() < 1e-12
+        else:
+            assert torch.equal(t, torch.zeros_like(t))
+    # the diagonal of a self-comparison: exactly 1, no gradient
+    xs = x.clone().requires_grad_(True)
+    s = tp.pairwise(xs, None, "exp_sine_squared", **params)
+    assert torch.all(s.diagonal() == 1)
+    got = torch.autograd.grad(s.diagonal().sum(), (xs, ls, per) if tensor_params else (xs,))
+    for t in got:
+        assert torch.equal(t, torch.zeros_like(t))
+
+
+@pytest.mark.parametrize("name", ["length_scale", "periodicity"])
+@pytest.mark.parametrize("bad", [0.0, -1.0, float("inf"), float("nan")])
+def test_exp_sine_squared_rejects_bad_parameters(name, bad):
+    x = torch.randn(3, 2, dtype=D64)
+    with pytest.raises(ValueError, match=f"torchpair.pairwise: parameter '{name}' of metric 'exp_sine_squared' must"):
+        tp.pairwise(x, x, "exp_sine_squared", **{name: bad})
+    t = torch.tensor(bad, dtype=D64, requires_grad=True)
+    with pytest.raises(ValueError, match=f"torchpair.* parameter '{name}' of metric 'exp_sine_squared' must be finite"):
+        tp.lazy(x, x, "exp_sine_squared", **{name: t}) @ torch.ones(3, 1, dtype=D64)
+    with pytest.raises(ValueError, match=f"parameter '{name}' of metric 'exp_sine_squared' must be one value"):
+        tp.pairwise(x, x, "exp_sine_squared", **{name: torch.ones(2, dtype=D64, requires_grad=True)})
+
+
+def test_exp_sine_squared_defaults_and_info():
+    x = torch.randn(5, 3, dtype=D64)
+    torch.testing.assert_close(tp.pairwise(x, None, "exp_sine_squared"),
+                               torch.from_numpy(gpk.ExpSineSquared()(x.numpy())))
+    info = tp.metric_info("exp_sine_squared")
+    assert {p["name"]: p["default"] for p in info["params"]}["periodicity"] == "1"
+    with pytest.raises((TypeError, ValueError), match="does not take parameter 'nu'"):
+        tp.pairwise(x, None, "exp_sine_squared", nu=1.5)
+
+
+def test_exp_sine_squared_compile_and_export_with_tensor_parameters():
+    torch._dynamo.reset()
+    g = torch.Generator().manual_seed(16)
+    x, y = torch.randn(9, 2, generator=g, dtype=D64), torch.randn(7, 2, generator=g, dtype=D64)
+    v = torch.randn(7, 2, generator=g, dtype=D64)
+    ls, per = _ess_params(0.8, 1.7)
+
+    def f(a, b, c, l, p):
+        return tp.lazy(a, b, "exp_sine_squared", length_scale=l, periodicity=p).matmul(c)
+
+    got = torch.compile(f, fullgraph=True)(x, y, v, ls, per)
+    want = torch.from_numpy(gpk.ExpSineSquared(0.8, 1.7)(x.numpy(), y.numpy())) @ v
+    torch.testing.assert_close(got, want)
+    gw = torch.autograd.grad(f(x, y, v, ls, per).sum(), (ls, per))
+    for a, b in zip(torch.autograd.grad(got.sum(), (ls, per)), gw):
+        torch.testing.assert_close(a, b)
+
+    class M(torch.nn.Module):
+        def forward(self, a, b, l, p):
+            return tp.pairwise(a, b, "exp_sine_squared", length_scales=l, periodicities=p)
+
+    ep = torch.export.export(M(), (x, y, ls.detach(), per.detach()))
+    torch.testing.assert_close(ep.module()(x, y, ls.detach(), per.detach()),
+                               torch.from_numpy(gpk.ExpSineSquared(0.8, 1.7)(x.numpy(), y.numpy())))
+
+
+def test_length_scale_tensor_requiring_grad_is_an_input():
+    """A 0-d tensor that requires grad, passed as length_scale, is differentiable (matern: the
+    length_scales slot); one that does not is a number."""
+    g = torch.Generator().manual_seed(17)
+    x = torch.randn(4, 3, dtype=D64, generator=g, requires_grad=True)
+    ls = torch.tensor(1.3, dtype=D64, requires_grad=True)
+    assert torch.autograd.gradcheck(lambda a, l: tp.pairwise(a, None, "matern", nu=2.5, length_scale=l), (x, ls))
+    torch.testing.assert_close(tp.pairwise(x, None, "matern", nu=2.5, length_scale=torch.tensor(1.3)),
+                               torch.from_numpy(gpk.Matern(1.3, nu=2.5)(x.detach().numpy())))

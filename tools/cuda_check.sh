@@ -16,7 +16,9 @@
 #      BUILD=pip    pip install --no-build-isolation --no-deps -e . (scikit-build-core; the
 #                   build requirement torch==2.13.0 is not enforced without build isolation);
 # 3. runs tests/test_cuda.py (and test_transport.py's CUDA test where POT is installed: that
-#    module imports `ot` at the top), then a short CUDA-vs-CPU sanity check and timing.
+#    module imports `ot` at the top), tests/test_host_device.py (the metric definitions
+#    compiled by nvcc as device code, and their scalar path on the host), then a short
+#    CUDA-vs-CPU sanity check and timing.
 #
 # Everything is printed and, where $OUT is set, also written to $OUT/cuda_log.txt (plus the
 # compiler's output $OUT/cuda_build_log.txt and the pytest JUnit report $OUT/cuda_junit.xml);
@@ -127,6 +129,11 @@ if $PY -c 'import ot' 2>/dev/null; then TESTS+=(tests/test_transport.py); else
 KEXPR="cuda${PYTEST_K:+ and ($PYTEST_K)}"
 timeout 300 $PY -m pytest -q -p no:cacheprovider -ra --durations=15 --junitxml="$LOGDIR/cuda_junit.xml" \
   -k "$KEXPR" "${TESTS[@]}" || STATUS=1
+
+section "metric definitions as device code (nvcc -c tests/cuda/device_metrics_check.cu)"
+# every definition's value and gradient in a __global__ kernel, float and double; skipped with
+# the reason when no nvcc is found (CUDA_HOME, PATH, or the nvidia-cuda-nvcc wheel)
+timeout 600 $PY -m pytest -q -p no:cacheprovider -rs tests/test_host_device.py || STATUS=1
 
 section "CUDA vs CPU sanity (native CPU engines vs the device-generic ones on CUDA)"
 timeout 60 $PY - <<'EOF' || STATUS=1

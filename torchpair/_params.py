@@ -27,6 +27,20 @@ def _read_schema() -> tuple[tuple[str, ...], tuple[str, ...]]:
 SCALAR_PARAMS, TENSOR_PARAMS = _read_schema()
 
 
+#: Scalar parameters with a tensor twin in the schema. sklearn's length_scale is a float or
+#: one value per feature (an array); a 0-d tensor that requires grad (or any tensor while
+#: compiling) is an input too, so the parameter is differentiable where the metric allows it.
+TENSOR_TWINS = {"length_scale": "length_scales", "periodicity": "periodicities"}
+
+
+def _to_twin(value) -> bool:
+    if isinstance(value, numbers.Real) or not _is_array_like(value):  # numbers, numpy scalars included
+        return False
+    if isinstance(value, torch.Tensor) and value.dim() == 0:
+        return value.requires_grad or torch.compiler.is_compiling()
+    return True
+
+
 def _is_array_like(value) -> bool:
     return isinstance(value, torch.Tensor) or hasattr(value, "__array__") or isinstance(value, (list, tuple))
 
@@ -46,12 +60,8 @@ def normalize(op: str, params: dict, device: torch.device | None = None) -> dict
     for name, value in params.items():
         if value is None:
             continue
-        # sklearn's length_scale is a float or one value per feature; the schema has a
-        # scalar (structural) and a tensor (per-feature) slot.
-        if name == "length_scale" and _is_array_like(value) and not (
-            isinstance(value, torch.Tensor) and value.dim() == 0
-        ):
-            name = "length_scales"
+        if name in TENSOR_TWINS and _to_twin(value):
+            name = TENSOR_TWINS[name]
         if name in scalars:
             if isinstance(value, torch.Tensor):
                 if value.dim() == 0 and not value.requires_grad and not torch.compiler.is_compiling():

@@ -53,6 +53,14 @@ std::vector<MetricInfo> build() {
                     {{"alpha", "float", "1", "scale mixture parameter; finite, > 0", "1"}, length_scale}, true, f, out,
                     "(1 + |x - y|^2 / (2 alpha length_scale^2))^(-alpha) (sklearn RationalQuadratic)",
                     &prepare_rational_quadratic});
+    rows.push_back({"exp_sine_squared", {}, "kernel", "similarity",
+                    {{"length_scale", "float", "1", "finite, > 0 (a 0-d tensor: differentiable)"},
+                     {"periodicity", "float", "1", "finite, > 0 (a 0-d tensor: differentiable)"},
+                     {"length_scales", "tensor", "none", "length_scale as a 0-d tensor (Python: length_scale=tensor)"},
+                     {"periodicities", "tensor", "none", "periodicity as a 0-d tensor (Python: periodicity=tensor)"}},
+                    true, f, out,
+                    "exp(-2 sin^2(pi |x - y| / periodicity) / length_scale^2) (sklearn ExpSineSquared)",
+                    &prepare_exp_sine_squared});
   }
   // ---- numeric distances (scipy names; prepare functions in prepare_distances.cpp) ----
   {

@@ -64,6 +64,7 @@ Prepared prepare_chi2(const Inputs& in, const ComparisonOptions& o);
 Prepared prepare_additive_chi2(const Inputs& in, const ComparisonOptions& o);
 Prepared prepare_matern(const Inputs& in, const ComparisonOptions& o);
 Prepared prepare_rational_quadratic(const Inputs& in, const ComparisonOptions& o);
+Prepared prepare_exp_sine_squared(const Inputs& in, const ComparisonOptions& o);
 // ---- numeric distances (catalog/prepare_distances.cpp) ----
 Prepared prepare_cityblock(const Inputs& in, const ComparisonOptions& o);
 Prepared prepare_chebyshev(const Inputs& in, const ComparisonOptions& o);

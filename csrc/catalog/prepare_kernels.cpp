@@ -88,6 +88,40 @@ double length_scale_param(Inputs& scaled, const Inputs& in, const ComparisonOpti
   return 1.0;
 }
 
+constexpr double kPi = 3.14159265358979323846;
+
+// A derived kernel scalar in the tile dtype's range (see float_param): a float kernel would
+// turn a larger finite double into inf.
+double tile_scalar(const Inputs& in, double v) {
+  if (in.x.scalar_type() == at::kDouble) return v;
+  constexpr double kMaxFloat = std::numeric_limits<float>::max();
+  return std::max(-kMaxFloat, std::min(kMaxFloat, v));
+}
+
+// One positive hyperparameter as a 0-d tensor in x's dtype: the tensor given as `tensor_name`
+// (an input: differentiable), else the float `name` (or its default) as a constant.
+at::Tensor positive_hyperparameter(const std::optional<at::Tensor>& tensor, const std::optional<double>& value,
+                                   const char* name, const char* tensor_name, const Inputs& in, const char* metric) {
+  if (!tensor.has_value())
+    return at::scalar_tensor(float_param(value, 1.0, name, in, metric, 0.0, /*lo_inclusive=*/false),
+                             in.x.options().requires_grad(false));
+  TORCH_CHECK_VALUE(!value.has_value(), "torchpair.", in.op, ": metric '", metric, "' takes either '", name,
+                    "' (a number) or '", tensor_name, "' (a tensor), not both");
+  const at::Tensor& t = *tensor;
+  TORCH_CHECK_TYPE(!t.is_complex() && t.scalar_type() != at::kBool, "torchpair.", in.op, ": parameter '", name,
+                   "' of metric '", metric, "' must be a real tensor, got ", t.scalar_type());
+  TORCH_CHECK_VALUE(t.device() == in.x.device(), "torchpair.", in.op, ": parameter '", name, "' is on ", t.device(),
+                    " but 'x' is on ", in.x.device());
+  TORCH_CHECK_VALUE(t.dim() == 0, "torchpair.", in.op, ": parameter '", name, "' of metric '", metric,
+                    "' must be one value (a number or a 0-d tensor), got shape ", t.sym_sizes());
+  if (values_are_readable(t)) {
+    const double v = t.detach().item<double>();
+    TORCH_CHECK_VALUE(std::isfinite(v) && v > 0, "torchpair.", in.op, ": parameter '", name, "' of metric '", metric,
+                      "' must be finite and > 0, got ", v);
+  }
+  return t.to(in.x.scalar_type());
+}
+
 }  // namespace
 
 Prepared prepare_linear(const Inputs& in, const ComparisonOptions&) {
@@ -146,6 +180,41 @@ Prepared prepare_rational_quadratic(const Inputs& in, const ComparisonOptions& o
   Inputs scaled = in;
   const double inv_ls2 = length_scale_param(scaled, in, o, "rational_quadratic");
   return distance_family(scaled, kRationalQuadraticKernels, {alpha, inv_ls2});
+}
+
+// sklearn.gaussian_process.kernels.ExpSineSquared. Number parameters are kernel scalars
+// (gamma = 2 / length_scale^2, omega = pi / periodicity) of the d2-kernel, through
+// distance_family (difference-based up to 16 features). A tensor parameter (0-d) is an input:
+// the operands are centred and scaled by pi / periodicity, and the GEMM value kernel takes
+// gamma as a side feature, so autograd differentiates both parameters.
+Prepared prepare_exp_sine_squared(const Inputs& in, const ComparisonOptions& o) {
+  const char* metric = "exp_sine_squared";
+  if (!o.length_scales.has_value() && !o.periodicities.has_value()) {
+    const double ls = float_param(o.length_scale, 1.0, "length_scale", in, metric, 0.0, /*lo_inclusive=*/false);
+    const double per = float_param(o.periodicity, 1.0, "periodicity", in, metric, 0.0, /*lo_inclusive=*/false);
+    return distance_family(in, metric, {tile_scalar(in, 2.0 / (ls * ls)), tile_scalar(in, kPi / per)});
+  }
+  const at::Tensor ls =
+      positive_hyperparameter(o.length_scales, o.length_scale, "length_scale", "length_scales", in, metric);
+  const at::Tensor per =
+      positive_hyperparameter(o.periodicities, o.periodicity, "periodicity", "periodicities", in, metric);
+  // d2 is translation invariant: a common centre (a constant for autograd) keeps the GEMM
+  // form's cancellation small, as in distance_family.
+  const at::Tensor ref = in.symmetric ? in.x : in.y;
+  const at::Tensor centre = at::nan_to_num(ref.detach().mean(1, /*keepdim=*/true), 0.0, 0.0, 0.0);
+  const at::Tensor omega = at::reciprocal(per) * kPi;
+  const at::Tensor u = (in.x - centre) * omega;
+  const at::Tensor v = in.symmetric ? u : (in.y - centre) * omega;
+  const at::Tensor uu = u.square().sum(-1, /*keepdim=*/true);
+  const at::Tensor vv = in.symmetric ? uu : v.square().sum(-1, /*keepdim=*/true);
+  Prepared p;
+  p.symmetric = in.symmetric;  // the diagonal: exact self-comparisons (value 1)
+  p.kernel = "exp_sine_squared_param_gemm";
+  p.x = at::cat({u, uu}, -1);
+  p.y = at::cat({v * -2.0, at::ones_like(vv)}, -1);
+  p.a = (at::reciprocal(ls.square()) * 2.0).expand_symint({in.x.sym_size(0), in.x.sym_size(1)}).contiguous();
+  p.b = vv.squeeze(-1);
+  return p;
 }
 
 }  // namespace tp::catalog

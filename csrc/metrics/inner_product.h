@@ -6,16 +6,18 @@
 #include "metrics/math.h"
 
 namespace tp::metrics {
-using math::operator*;
+#if !defined(TP_SCALAR_MATH_ONLY)
+using math::operator*;  // Vectorized<T> (op) double (math_host.h)
 using math::operator+;
 using math::operator-;
 using math::operator/;
+#endif
 
 struct SqEuclideanGemm {
   static constexpr int kScalars = 0;
   static constexpr bool kDistanceBased = true, kSingularAtZero = false;
-  template <class V> static V h(const V& d2, const Scalars&) { return d2; }
-  template <class V> static V dh(const V& d2, const V&, const Scalars&) { return math::full_like(d2, 1.0); }
+  template <class V> TP_HOST_DEVICE static V h(const V& d2, const Scalars&) { return d2; }
+  template <class V> TP_HOST_DEVICE static V dh(const V& d2, const V&, const Scalars&) { return math::full_like(d2, 1.0); }
 };
 
 // Gradient 0 at d = 0 (convention); the engine also zeroes it below the GEMM rounding
@@ -23,8 +25,8 @@ struct SqEuclideanGemm {
 struct EuclideanGemm {
   static constexpr int kScalars = 0;
   static constexpr bool kDistanceBased = true, kSingularAtZero = true;
-  template <class V> static V h(const V& d2, const Scalars&) { return math::sqrt(d2); }
-  template <class V> static V dh(const V& d2, const V& value, const Scalars&) {
+  template <class V> TP_HOST_DEVICE static V h(const V& d2, const Scalars&) { return math::sqrt(d2); }
+  template <class V> TP_HOST_DEVICE static V dh(const V& d2, const V& value, const Scalars&) {
     return math::select(math::is_zero(value), math::full_like(d2, 0.0), math::full_like(d2, 0.5) / value);
   }
 };
@@ -33,8 +35,8 @@ struct EuclideanGemm {
 struct RbfGemm {
   static constexpr int kScalars = 1;
   static constexpr bool kDistanceBased = true, kSingularAtZero = false;
-  template <class V> static V h(const V& d2, const Scalars& s) { return math::exp(d2 * (-s[0])); }
-  template <class V> static V dh(const V&, const V& value, const Scalars& s) { return value * (-s[0]); }
+  template <class V> TP_HOST_DEVICE static V h(const V& d2, const Scalars& s) { return math::exp(d2 * (-s[0])); }
+  template <class V> TP_HOST_DEVICE static V dh(const V&, const V& value, const Scalars& s) { return value * (-s[0]); }
 };
 
 }  // namespace tp::metrics

@@ -22,7 +22,8 @@
   _(jensenshannon_direct, JensenShannonDirect) \
   _(haversine_direct, HaversineDirect)     \
   _(nan_euclidean_direct, NanEuclideanDirect) \
-  _(snr_direct, SnrDirect)
+  _(snr_direct, SnrDirect)                 \
+  _(exp_sine_squared_direct, ExpSineSquaredDirect)
 
 #define TORCHPAIR_INNER_PRODUCT_KERNELS(_) \
   _(sqeuclidean_gemm, SqEuclideanGemm)     \
@@ -33,7 +34,9 @@
   _(sigmoid_gemm, SigmoidGemm)             \
   _(matern_gemm, MaternGemm)               \
   _(rational_quadratic_gemm, RationalQuadraticGemm) \
-  _(cosine_gemm, CosineGemm)
+  _(cosine_gemm, CosineGemm)               \
+  _(exp_sine_squared_gemm, ExpSineSquaredGemm) \
+  _(exp_sine_squared_param_gemm, ExpSineSquaredParamGemm)
 
 // Boolean family (metrics/boolean.h): one formula over the counts (TT, TF, FT, FF).
 // packed_*: bit-packed operands (int64 words, 64 features each), counted by popcount; one

@@ -43,8 +43,12 @@
 // bit-packed popcount engine or the equality engine. A definition provides
 //     template <class V> static V value(const V& tt, const V& tf, const V& ft, const V& ff);
 //
-// V is a scalar, an at::vec::Vectorized<T> or an at::Tensor (csrc/metrics/math.h).
+// V is a scalar, an at::vec::Vectorized<T> or an at::Tensor (csrc/metrics/math.h). Every
+// function of a definition is TP_HOST_DEVICE (metrics/host_device.h): with V a scalar it is
+// device code under nvcc, so it calls only the math vocabulary (no std:: math, no ATen).
 #include <cstdint>
+
+#include "metrics/host_device.h"
 
 namespace tp::metrics {
 
@@ -58,10 +62,10 @@ struct Scalars {
   double values[kMax] = {};
   int64_t size = 0;
   Scalars() = default;
-  Scalars(const double* from, int64_t n) : size(n < kMax ? n : kMax) {
+  TP_HOST_DEVICE Scalars(const double* from, int64_t n) : size(n < kMax ? n : kMax) {
     for (int64_t i = 0; i < size; ++i) values[i] = from[i];
   }
-  double operator[](int64_t i) const { return values[i]; }
+  TP_HOST_DEVICE double operator[](int64_t i) const { return values[i]; }
 };
 
 enum class Family : int {

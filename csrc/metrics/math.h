@@ -1,315 +1,127 @@
 #pragma once
 // One vocabulary of elementwise math for the three value types a metric definition is
 // evaluated on:
-//   - T (float/double)                 : scalar code paths,
+//   - T (float/double)                 : scalar code paths, host and device,
 //   - at::vec::Vectorized<T>           : the vectorized CPU engines,
 //   - at::Tensor                       : the device-generic engine (ATen ops on tiles).
 // Metric definitions (csrc/metrics/*.h) are templates written against these functions
-// only, so one definition serves the SIMD CPU kernels and the generic path, forward and
-// backward.
-#include <ATen/ATen.h>
-#include <ATen/cpu/vec/vec.h>
-
+// only, so one definition serves the SIMD CPU kernels, the generic path and device code,
+// forward and backward.
+//
+// The scalar overloads and the generic templates below are TP_HOST_DEVICE: under nvcc they
+// compile for the device too. The Vectorized and Tensor overloads (math_host.h) are
+// host-only and are left out of nvcc translation units (TP_SCALAR_MATH_ONLY, host_device.h).
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <type_traits>
 
+#include "metrics/host_device.h"
+
+// Scalar math functions: std:: on the host (the overloads the CPU engines always called),
+// the global overloads CUDA's math headers declare for host and device under nvcc.
+#if defined(__CUDACC__)
+#define TP_STD_MATH
+#else
+#define TP_STD_MATH std
+#endif
+
 namespace tp::math {
 
+// ---- scalars (float/double) ------------------------------------------------------------
 template <class T>
-using Vec = at::vec::Vectorized<T>;
+using if_floating = std::enable_if_t<std::is_floating_point_v<T>, int>;
 
-template <class V>
-struct is_vec : std::false_type {};
-template <class T>
-struct is_vec<Vec<T>> : std::true_type {};
+template <class T, if_floating<T> = 0>
+TP_HOST_DEVICE inline T full_like(const T&, double v) { return static_cast<T>(v); }
 
-// ---- Vectorized<T> (op) double --------------------------------------------------
-// ATen already provides Vectorized<T> (op) T; these add the float-vector (op) double forms
-// so a definition can write `v * 2.0` for every T.
-#define TP_VEC_SCALAR_OP(op)                                                                    \
-  template <class T, std::enable_if_t<!std::is_same_v<T, double>, int> = 0>                   \
-  inline Vec<T> operator op(const Vec<T>& a, double s) { return a op Vec<T>(static_cast<T>(s)); } \
-  template <class T, std::enable_if_t<!std::is_same_v<T, double>, int> = 0>                   \
-  inline Vec<T> operator op(double s, const Vec<T>& a) { return Vec<T>(static_cast<T>(s)) op a; }
-TP_VEC_SCALAR_OP(*)
-TP_VEC_SCALAR_OP(+)
-TP_VEC_SCALAR_OP(-)
-TP_VEC_SCALAR_OP(/)
-#undef TP_VEC_SCALAR_OP
-
-// ---- constants shaped like a value ---------------------------------------------------
-template <class T, std::enable_if_t<std::is_floating_point_v<T>, int> = 0>
-inline T full_like(const T&, double v) { return static_cast<T>(v); }
-template <class T>
-inline Vec<T> full_like(const Vec<T>&, double v) { return Vec<T>(static_cast<T>(v)); }
-inline at::Tensor full_like(const at::Tensor& like, double v) { return at::full_like(like, v); }
-
-// ---- unary ------------------------------------------------------------------------
-template <class T, std::enable_if_t<std::is_floating_point_v<T>, int> = 0>
-inline T abs(T x) { return std::abs(x); }
-template <class T>
-inline Vec<T> abs(const Vec<T>& x) { return x.abs(); }
-inline at::Tensor abs(const at::Tensor& x) { return x.abs(); }
-
-template <class T, std::enable_if_t<std::is_floating_point_v<T>, int> = 0>
-inline T sqrt(T x) { return std::sqrt(x); }
-// Float vector sqrt for AVX-512 and AVX2: vsqrtps has a reciprocal throughput of ~12 cycles
-// per 16 lanes here, most of euclidean's epilogue (as much as half its D = 32 GEMM). Instead
-// s = x rsqrt(x) from the hardware estimate (AVX-512: 14 bits; AVX2: 12 bits), one coupled
-// Newton step on s and h = 1/(2s) (error quadratic in the estimate's: ~23 bits), then the
-// residual x - s^2, exact by FMA, corrects s once more (Markstein): correctly rounded but
-// for rare last-bit ties, perfect squares exact (tests/test_vector_math.py). About a third of
-// vsqrtps' cost. Where that form is not the root (0, subnormal or negative arguments, inf)
-// the whole vector takes vsqrtps instead: exact at the points the conventions fix
-// (sqrt(0) = 0) and rare elsewhere. NaN passes through both.
-#if defined(CPU_CAPABILITY_AVX512) || defined(CPU_CAPABILITY_AVX2)
-// sqrt(x) from an estimate y of 1/sqrt(x), for x normal and finite.
-inline Vec<float> sqrt_from_rsqrt_estimate(const Vec<float>& x, const Vec<float>& y) {
-  const Vec<float> half(0.5f);
-  const Vec<float> s0 = x * y, h0 = y * half;
-  const Vec<float> r = at::vec::fnmadd(s0, h0, half);
-  const Vec<float> s1 = at::vec::fmadd(s0, r, s0), h1 = at::vec::fmadd(h0, r, h0);
-  return at::vec::fmadd(at::vec::fnmadd(s1, s1, x), h1, s1);
-}
-#endif
-#if defined(CPU_CAPABILITY_AVX512)
-inline Vec<float> sqrt_float(const Vec<float>& v) {
-  const __m512 x = v;
-  const __mmask16 special = _mm512_cmp_ps_mask(x, _mm512_set1_ps(std::numeric_limits<float>::min()), _CMP_LT_OQ) |
-                            _mm512_cmp_ps_mask(x, _mm512_set1_ps(std::numeric_limits<float>::infinity()), _CMP_EQ_OQ);
-  if (special) return _mm512_sqrt_ps(x);
-  return sqrt_from_rsqrt_estimate(v, Vec<float>(_mm512_rsqrt14_ps(x)));
-}
-#elif defined(CPU_CAPABILITY_AVX2)
-inline Vec<float> sqrt_float(const Vec<float>& v) {
-  const __m256 x = v;
-  const __m256 special = _mm256_or_ps(_mm256_cmp_ps(x, _mm256_set1_ps(std::numeric_limits<float>::min()), _CMP_LT_OQ),
-                                      _mm256_cmp_ps(x, _mm256_set1_ps(std::numeric_limits<float>::infinity()), _CMP_EQ_OQ));
-  if (_mm256_movemask_ps(special)) return _mm256_sqrt_ps(x);
-  return sqrt_from_rsqrt_estimate(v, Vec<float>(_mm256_rsqrt_ps(x)));
-}
-#endif
-template <class T>
-inline Vec<T> sqrt(const Vec<T>& x) {
-#if defined(CPU_CAPABILITY_AVX512) || defined(CPU_CAPABILITY_AVX2)
-  if constexpr (std::is_same_v<T, float>) return sqrt_float(x);
-#endif
-  return x.sqrt();
-}
-inline at::Tensor sqrt(const at::Tensor& x) { return x.sqrt(); }
-
-template <class T, std::enable_if_t<std::is_floating_point_v<T>, int> = 0>
-inline T exp(T x) { return std::exp(x); }
-// Float vector exp for AVX-512 and AVX2: exp is the whole epilogue cost of rbf, laplacian,
-// matern, chi2 and the logsumexp/softmax folds, and ATen's exp_u20 (plus the blend it needs
-// to pass NaN on) took ~28 instructions per 16 lanes; its AVX2 copy also flushes results
-// below FLT_MIN to 0. This one is ~1 float32 eps over the whole range, subnormal results
-// included (tests/test_vector_math.py):
-//   x clamped to [-104, 89] (beyond, the float result is 0 or inf); n = round(x log2 e);
-//   r = x - n ln2 with ln2 split in two (the high part has 9 significant bits, so n ln2_hi is
-//   exact and the first subtraction too); exp(r), |r| <= ln2/2, by a degree-6 polynomial
-//   fitted to the relative error (iterated weighted least squares, 2e-9); times 2^n, rounded
-//   once (AVX-512: vscalefps; AVX2: two normal powers of two, the first product exact).
-// vmaxps/vminps return their second operand when one is NaN, so the clamp passes NaN on and
-// the polynomial keeps it.
-#if defined(CPU_CAPABILITY_AVX512) || defined(CPU_CAPABILITY_AVX2)
-template <class R, class Set, class Fma>
-inline R exp_reduced_polynomial(const R& r, Set set1, Fma fma) {
-  R p = set1(0.0013836845755577087f);
-  p = fma(p, r, set1(0.008374815806746483f));
-  p = fma(p, r, set1(0.04166822507977486f));
-  p = fma(p, r, set1(0.16666419804096222f));
-  p = fma(p, r, set1(0.49999991059303284f));
-  p = fma(p, r, set1(1.0f));
-  return fma(p, r, set1(1.0f));
-}
-constexpr float kExpLo = -104.0f, kExpHi = 89.0f, kLog2e = 1.44269504088896341f;
-constexpr float kLn2Hi = 0.693359375f, kLn2Lo = -0.00021219444170128554f;
-#endif
-#if defined(CPU_CAPABILITY_AVX512)
-inline Vec<float> exp_float(const Vec<float>& v) {
-  const __m512 x = _mm512_min_ps(_mm512_set1_ps(kExpHi), _mm512_max_ps(_mm512_set1_ps(kExpLo), __m512(v)));
-  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(kLog2e)),
-                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(kLn2Hi), x);
-  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(kLn2Lo), r);
-  const __m512 p = exp_reduced_polynomial(r, [](float c) { return _mm512_set1_ps(c); },
-                                          [](__m512 a, __m512 b, __m512 c) { return _mm512_fmadd_ps(a, b, c); });
-  return _mm512_scalef_ps(p, n);
-}
-#elif defined(CPU_CAPABILITY_AVX2)
-inline Vec<float> exp_float(const Vec<float>& v) {
-  const __m256 x = _mm256_min_ps(_mm256_set1_ps(kExpHi), _mm256_max_ps(_mm256_set1_ps(kExpLo), __m256(v)));
-  const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(kLog2e)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(kLn2Hi), x);
-  r = _mm256_fnmadd_ps(n, _mm256_set1_ps(kLn2Lo), r);
-  const __m256 p = exp_reduced_polynomial(r, [](float c) { return _mm256_set1_ps(c); },
-                                          [](__m256 a, __m256 b, __m256 c) { return _mm256_fmadd_ps(a, b, c); });
-  // 2^n, n in [-151, 129], as 2^(n >> 1) 2^(n - (n >> 1)): both factors are normal floats
-  const __m256i ni = _mm256_cvtps_epi32(n);
-  const __m256i n1 = _mm256_srai_epi32(ni, 1);
-  const __m256i n2 = _mm256_sub_epi32(ni, n1);
-  const __m256i bias = _mm256_set1_epi32(127);
-  const __m256 s1 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n1, bias), 23));
-  const __m256 s2 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n2, bias), 23));
-  return _mm256_mul_ps(_mm256_mul_ps(p, s1), s2);
-}
-#endif
-// The DEFAULT build's float vectors use ATen's exp_u20 (std::exp per lane there), blended to
-// pass NaN on. double keeps the 1-ulp Sleef exp.
-template <class T>
-inline Vec<T> exp(const Vec<T>& x) {
-  if constexpr (std::is_same_v<T, float>) {
-#if defined(CPU_CAPABILITY_AVX512) || defined(CPU_CAPABILITY_AVX2)
-    return exp_float(x);
+template <class T, if_floating<T> = 0>
+TP_HOST_DEVICE inline T abs(T x) {
+#if defined(__CUDACC__)
+  return ::fabs(x);
 #else
-    return Vec<T>::blendv(x.exp_u20(), x, x.isnan());  // exp_u20 does not propagate NaN
+  return std::abs(x);
 #endif
-  } else {
-    return x.exp();
-  }
 }
-inline at::Tensor exp(const at::Tensor& x) { return x.exp(); }
+template <class T, if_floating<T> = 0>
+TP_HOST_DEVICE inline T sqrt(T x) { return TP_STD_MATH::sqrt(x); }
+template <class T, if_floating<T> = 0>
+TP_HOST_DEVICE inline T exp(T x) { return TP_STD_MATH::exp(x); }
+template <class T, if_floating<T> = 0>
+TP_HOST_DEVICE inline T log(T x) { return TP_STD_MATH::log(x); }
+template <class T, if_floating<T> = 0>
+TP_HOST_DEVICE inline T log1p(T x) { return TP_STD_MATH::log1p(x); }
+template <class T, if_floating<T> = 0>
+TP_HOST_DEVICE inline T tanh(T x) { return TP_STD_MATH::tanh(x); }
+template <class T, if_floating<T> = 0>
+TP_HOST_DEVICE inline T sin(T x) { return TP_STD_MATH::sin(x); }
+template <class T, if_floating<T> = 0>
+TP_HOST_DEVICE inline T asin(T x) { return TP_STD_MATH::asin(x); }
+template <class T, if_floating<T> = 0>
+TP_HOST_DEVICE inline T pow(T x, double p) { return TP_STD_MATH::pow(x, static_cast<T>(p)); }
 
-template <class T, std::enable_if_t<std::is_floating_point_v<T>, int> = 0>
-inline T log(T x) { return std::log(x); }
-template <class T>
-inline Vec<T> log(const Vec<T>& x) { return x.log(); }
-inline at::Tensor log(const at::Tensor& x) { return x.log(); }
-
-template <class T, std::enable_if_t<std::is_floating_point_v<T>, int> = 0>
-inline T log1p(T x) { return std::log1p(x); }
-template <class T>
-inline Vec<T> log1p(const Vec<T>& x) { return x.log1p(); }
-inline at::Tensor log1p(const at::Tensor& x) { return x.log1p(); }
-
-template <class T, std::enable_if_t<std::is_floating_point_v<T>, int> = 0>
-inline T tanh(T x) { return std::tanh(x); }
-// float vectors: Sleef's 1-ulp tanhf works in double-float arithmetic and cost the sigmoid
-// kernel four times its GEMM. Instead tanh(x) = x P(x^2) / Q(x^2) on x clamped to [-10, 10]
-// (beyond, tanh is 1 in float), P of degree 6 and Q of degree 3 fitted to the relative error
-// on [0, 10] (iterated weighted least squares): relative error < 3 float32 eps on the whole
-// float range (tests/test_vector_math.py, against numpy's double tanh, every ISA). The result
-// is clamped to [-1, 1] (the fit overshoots 1 by an ulp near the end). Odd, so -0 stays -0;
-// ATen's clamp passes NaN on. ~5x the speed of Sleef's tanhf (AVX-512 here: ~11 ns against
-// ~50 ns per 16 lanes). double keeps Sleef's tanh (its callers want ~1e-16).
-template <class T>
-inline Vec<T> tanh(const Vec<T>& x) {
-  if constexpr (std::is_same_v<T, float>) {
-    using V = Vec<float>;
-    const V one(1.0f);
-    const V xc = at::vec::clamp(x, V(-10.0f), V(10.0f));
-    const V t = xc * xc;
-    V p(-6.211992075378022e-14f);
-    p = at::vec::fmadd(p, t, V(4.344687095596419e-11f));
-    p = at::vec::fmadd(p, t, V(-1.8204179487794217e-08f));
-    p = at::vec::fmadd(p, t, V(1.0641406030053906e-05f));
-    p = at::vec::fmadd(p, t, V(0.0030541691489088646f));
-    p = at::vec::fmadd(p, t, V(0.13039239395345567f));
-    p = at::vec::fmadd(p, t, V(0.9999999804131563f));
-    V q(0.0002474073943192065f);
-    q = at::vec::fmadd(q, t, V(0.02429627403175079f));
-    q = at::vec::fmadd(q, t, V(0.4637255552014207f));
-    q = at::vec::fmadd(q, t, one);
-    return at::vec::clamp(xc * p / q, V(-1.0f), one);
-  } else {
-    return x.tanh();
-  }
+// NaN test (a mask, as the comparisons below). x != x under nvcc: the same answer, without
+// the host's isnan.
+template <class T, if_floating<T> = 0>
+TP_HOST_DEVICE inline bool is_nan(T x) {
+#if defined(__CUDACC__)
+  return x != x;
+#else
+  return std::isnan(x);
+#endif
 }
-inline at::Tensor tanh(const at::Tensor& x) { return x.tanh(); }
 
-template <class T, std::enable_if_t<std::is_floating_point_v<T>, int> = 0>
-inline T asin(T x) { return std::asin(x); }
-template <class T>
-inline Vec<T> asin(const Vec<T>& x) { return x.asin(); }
-inline at::Tensor asin(const at::Tensor& x) { return x.asin(); }
-
-template <class T, std::enable_if_t<std::is_floating_point_v<T>, int> = 0>
-inline T pow(T x, double p) { return std::pow(x, static_cast<T>(p)); }
-template <class T>
-inline Vec<T> pow(const Vec<T>& x, double p) { return x.pow(Vec<T>(static_cast<T>(p))); }
-inline at::Tensor pow(const at::Tensor& x, double p) { return x.pow(p); }
-
-template <class V>
-inline V square(const V& x) { return x * x; }
-
-// ---- binary -----------------------------------------------------------------------
 // maximum/minimum propagate NaN (IEEE 754-2019), as torch.maximum does.
-template <class T, std::enable_if_t<std::is_floating_point_v<T>, int> = 0>
-inline T maximum(T a, T b) { return (std::isnan(a) || std::isnan(b)) ? a + b : (a > b ? a : b); }
-template <class T>
-inline Vec<T> maximum(const Vec<T>& a, const Vec<T>& b) { return at::vec::maximum(a, b); }
-inline at::Tensor maximum(const at::Tensor& a, const at::Tensor& b) { return at::maximum(a, b); }
+template <class T, if_floating<T> = 0>
+TP_HOST_DEVICE inline T maximum(T a, T b) { return (is_nan(a) || is_nan(b)) ? a + b : (a > b ? a : b); }
+template <class T, if_floating<T> = 0>
+TP_HOST_DEVICE inline T minimum(T a, T b) { return (is_nan(a) || is_nan(b)) ? a + b : (a < b ? a : b); }
 
-template <class T, std::enable_if_t<std::is_floating_point_v<T>, int> = 0>
-inline T minimum(T a, T b) { return (std::isnan(a) || std::isnan(b)) ? a + b : (a < b ? a : b); }
-template <class T>
-inline Vec<T> minimum(const Vec<T>& a, const Vec<T>& b) { return at::vec::minimum(a, b); }
-inline at::Tensor minimum(const at::Tensor& a, const at::Tensor& b) { return at::minimum(a, b); }
+// fused multiply-add
+template <class T, if_floating<T> = 0>
+TP_HOST_DEVICE inline T fmadd(T a, T b, T c) { return TP_STD_MATH::fma(a, b, c); }
 
-template <class V>
-inline V clamp_min(const V& x, double lo) { return tp::math::maximum(x, tp::math::full_like(x, lo)); }
-
-// fused multiply-add where the type has one
-template <class T, std::enable_if_t<std::is_floating_point_v<T>, int> = 0>
-inline T fmadd(T a, T b, T c) { return std::fma(a, b, c); }
-template <class T>
-inline Vec<T> fmadd(const Vec<T>& a, const Vec<T>& b, const Vec<T>& c) { return at::vec::fmadd(a, b, c); }
-inline at::Tensor fmadd(const at::Tensor& a, const at::Tensor& b, const at::Tensor& c) { return at::addcmul(c, a, b); }
-
-// ---- comparisons and selection --------------------------------------------------------
 // A comparison yields the type's own mask (bool, an all-ones-bits vector, a bool tensor);
 // select(mask, a, b) is mask ? a : b elementwise.
-template <class T, std::enable_if_t<std::is_floating_point_v<T>, int> = 0>
-inline T select(bool m, T a, T b) { return m ? a : b; }
-template <class T>
-inline Vec<T> select(const Vec<T>& m, const Vec<T>& a, const Vec<T>& b) { return Vec<T>::blendv(b, a, m); }
-inline at::Tensor select(const at::Tensor& m, const at::Tensor& a, const at::Tensor& b) { return at::where(m, a, b); }
+template <class T, if_floating<T> = 0>
+TP_HOST_DEVICE inline T select(bool m, T a, T b) { return m ? a : b; }
+template <class T, if_floating<T> = 0>
+TP_HOST_DEVICE inline bool is_zero(T x) { return x == T(0); }
+template <class T, if_floating<T> = 0>
+TP_HOST_DEVICE inline bool less_equal(T a, T b) { return a <= b; }
+template <class T, if_floating<T> = 0>
+TP_HOST_DEVICE inline bool equal(T a, T b) { return a == b; }
 
-template <class T, std::enable_if_t<std::is_floating_point_v<T>, int> = 0>
-inline bool is_zero(T x) { return x == T(0); }
-template <class T>
-inline Vec<T> is_zero(const Vec<T>& x) { return x == Vec<T>(T(0)); }
-inline at::Tensor is_zero(const at::Tensor& x) { return x == 0; }
+// sign(x) with sign(0) = 0 (and NaN -> NaN).
+template <class T, if_floating<T> = 0>
+TP_HOST_DEVICE inline T sign(T x) { return x > T(0) ? T(1) : (x < T(0) ? T(-1) : x); }
 
-template <class T, std::enable_if_t<std::is_floating_point_v<T>, int> = 0>
-inline bool less_equal(T a, T b) { return a <= b; }
-template <class T>
-inline Vec<T> less_equal(const Vec<T>& a, const Vec<T>& b) { return a <= b; }
-inline at::Tensor less_equal(const at::Tensor& a, const at::Tensor& b) { return a <= b; }
+// +inf as a double, in host and device code (std::numeric_limits is host-only under nvcc
+// without --expt-relaxed-constexpr).
+TP_HOST_DEVICE constexpr double infinity() { return __builtin_huge_val(); }
 
-template <class T, std::enable_if_t<std::is_floating_point_v<T>, int> = 0>
-inline bool equal(T a, T b) { return a == b; }
-template <class T>
-inline Vec<T> equal(const Vec<T>& a, const Vec<T>& b) { return a == b; }
-inline at::Tensor equal(const at::Tensor& a, const at::Tensor& b) { return a == b; }
+}  // namespace tp::math
 
-// NaN test (a mask, as the comparisons above).
-template <class T, std::enable_if_t<std::is_floating_point_v<T>, int> = 0>
-inline bool is_nan(T x) { return std::isnan(x); }
-template <class T>
-inline Vec<T> is_nan(const Vec<T>& x) { return x.isnan(); }
-inline at::Tensor is_nan(const at::Tensor& x) { return x.isnan(); }
+#if !defined(TP_SCALAR_MATH_ONLY)
+#include "metrics/math_host.h"
+#endif
 
-// sign(x) with sign(0) = 0 (and NaN -> NaN for the vector and tensor forms).
-template <class T, std::enable_if_t<std::is_floating_point_v<T>, int> = 0>
-inline T sign(T x) { return x > T(0) ? T(1) : (x < T(0) ? T(-1) : x); }
-template <class T>
-inline Vec<T> sign(const Vec<T>& x) {
-  const Vec<T> zero(T(0)), one(T(1));
-  return Vec<T>::blendv(Vec<T>::blendv(x, Vec<T>(T(-1)), x < zero), one, x > zero);
-}
-inline at::Tensor sign(const at::Tensor& x) { return x.sign(); }
+namespace tp::math {
 
-// ---- issue 3b: kernels (csrc/metrics/kernels.h) ----------------------------------------
+template <class V>
+TP_HOST_DEVICE inline V square(const V& x) { return x * x; }
+
+template <class V>
+TP_HOST_DEVICE inline V clamp_min(const V& x, double lo) { return tp::math::maximum(x, tp::math::full_like(x, lo)); }
+
+// ---- generic: every value type ------------------------------------------------------------
 // Whether an exponent is an integer in [0, 1024] (computed by repeated squaring).
-inline bool is_small_integer(double p) { return p >= 0.0 && p <= 1024.0 && std::floor(p) == p; }
+TP_HOST_DEVICE inline bool is_small_integer(double p) { return p >= 0.0 && p <= 1024.0 && TP_STD_MATH::floor(p) == p; }
 
 // x^n for an integer n >= 0 by repeated squaring (x^0 = 1, also for x = 0): exact signs for
 // negative x, and a handful of multiplications instead of a pow.
 template <class V>
-inline V powi(const V& x, int64_t n) {
+TP_HOST_DEVICE inline V powi(const V& x, int64_t n) {
   V result = tp::math::full_like(x, 1.0);
   V base = x;
   bool first = true;
@@ -323,9 +135,8 @@ inline V powi(const V& x, int64_t n) {
   }
   return result;
 }
-inline at::Tensor powi(const at::Tensor& x, int64_t n) { return x.pow(static_cast<double>(n)); }
 
-// ---- issue 3 performance: exact self-comparisons of inner-product kernels -------------------
+// ---- exact self-comparisons of inner-product kernels -----------------------------------------
 // Whether kernel M fixes its exact self-comparisons (value self_value, gradient 0): every
 // distance-based kernel (h(0)) and the value kernels declaring kExactSelf (kernel_traits.h).
 template <class M, class = void>
@@ -333,7 +144,7 @@ struct declares_exact_self : std::false_type {};
 template <class M>
 struct declares_exact_self<M, std::void_t<decltype(M::kExactSelf)>> : std::bool_constant<M::kExactSelf> {};
 template <class M>
-constexpr bool fixes_self() {
+TP_HOST_DEVICE constexpr bool fixes_self() {
   return M::kDistanceBased || declares_exact_self<M>::value;
 }
 // Whether kernel M's value is the GEMM product itself (kPlainProduct, kernel_traits.h).
@@ -342,11 +153,11 @@ struct declares_plain_product : std::false_type {};
 template <class M>
 struct declares_plain_product<M, std::void_t<decltype(M::kPlainProduct)>> : std::bool_constant<M::kPlainProduct> {};
 template <class M>
-constexpr bool plain_product() {
+TP_HOST_DEVICE constexpr bool plain_product() {
   return declares_plain_product<M>::value;
 }
 template <class M, class V, class S>
-inline V self_value(const V& like, const S& s) {
+TP_HOST_DEVICE inline V self_value(const V& like, const S& s) {
   if constexpr (M::kDistanceBased)
     return M::h(tp::math::full_like(like, 0.0), s);
   else

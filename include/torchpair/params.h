@@ -12,10 +12,12 @@
   _(alpha)                         \
   _(nu)                            \
   _(length_scale)                  \
-  _(base)
+  _(base)                          \
+  _(periodicity)
 
 #define TORCHPAIR_TENSOR_PARAMS(_) \
   _(w)                             \
   _(V)                             \
   _(VI)                            \
-  _(length_scales)
+  _(length_scales)                 \
+  _(periodicities)
