@@ -27,6 +27,7 @@ inline constexpr DistanceKernels kSqEuclideanKernels{"sqeuclidean_direct", "sqeu
 inline constexpr DistanceKernels kRbfKernels{"rbf_direct", "rbf_gemm"};
 inline constexpr DistanceKernels kMaternKernels{"matern_direct", "matern_gemm"};
 inline constexpr DistanceKernels kRationalQuadraticKernels{"rational_quadratic_direct", "rational_quadratic_gemm"};
+inline constexpr DistanceKernels kExpSineSquaredKernels{"exp_sine_squared_direct", "exp_sine_squared_gemm"};
 
 // The squared-distance family (euclidean, sqeuclidean, rbf, ...): `kernels.direct` for small
 // D, `kernels.gemm` otherwise.

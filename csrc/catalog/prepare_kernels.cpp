@@ -192,7 +192,7 @@ Prepared prepare_exp_sine_squared(const Inputs& in, const ComparisonOptions& o) 
   if (!o.length_scales.has_value() && !o.periodicities.has_value()) {
     const double ls = float_param(o.length_scale, 1.0, "length_scale", in, metric, 0.0, /*lo_inclusive=*/false);
     const double per = float_param(o.periodicity, 1.0, "periodicity", in, metric, 0.0, /*lo_inclusive=*/false);
-    return distance_family(in, metric, {tile_scalar(in, 2.0 / (ls * ls)), tile_scalar(in, kPi / per)});
+    return distance_family(in, kExpSineSquaredKernels, {tile_scalar(in, 2.0 / (ls * ls)), tile_scalar(in, kPi / per)});
   }
   const at::Tensor ls =
       positive_hyperparameter(o.length_scales, o.length_scale, "length_scale", "length_scales", in, metric);
