@@ -361,7 +361,7 @@ BAD = [
      r"'p' \(the Wasserstein order\)"),
     ("wasserstein-kernel", lambda: tp.wasserstein(torch.rand(3, 2), torch.rand(4, 2), metric="rbf"), ValueError,
      r"'metric' must be a distance"),
-    ("wasserstein-metric-p", lambda: tp.wasserstein(torch.rand(3, 2), torch.rand(4, 2), metric_p=3.0), ValueError,
+    ("wasserstein-metric-p", lambda: tp.wasserstein(torch.rand(3, 2), torch.rand(4, 2), metric_p=3.0), TypeError,
      r"does not take parameter 'p'"),
     ("core-shapes", lambda: torch.ops.torchpair._emd(_a[None], _b[None], _M, -1, 1e-7), ValueError,
      r"expects a \[B, n\]"),

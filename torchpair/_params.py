@@ -85,6 +85,17 @@ def check_tensor(op: str, name: str, value, optional: bool = False) -> None:
         return
     if not isinstance(value, torch.Tensor):
         raise TypeError(f"torchpair.{op}: {name!r} must be a torch.Tensor, got {type(value).__name__}")
+    check_layout(op, name, value)
+
+
+def check_layout(op: str, name: str, value: torch.Tensor) -> None:
+    """A nested tensor is a TypeError naming the argument (a tensor's layout is part of its
+    type, as its dtype); torch's own error for one ("NestedTensorImpl doesn't support sizes")
+    names neither the argument nor the function. Sparse layouts are rejected the same way by
+    the operators."""
+    if value.is_nested:
+        raise TypeError(f"torchpair.{op}: {name!r} must be a dense (strided) tensor, got a nested tensor; pad it "
+                        "to one (torch.nested.to_padded_tensor) or compare its components one by one")
 
 
 def check_metric(op: str, metric) -> None:
@@ -96,8 +107,8 @@ def check_operands(op: str, X, Y, metric, y_optional: bool = True) -> None:
     """check_tensor(X), check_tensor(Y) and check_metric, in that order, for every public entry
     point that takes operands and a metric: the common (valid) case is a single test, so the
     per-call cost of the Python layer stays small."""
-    if isinstance(X, torch.Tensor) and isinstance(metric, str) and (
-            isinstance(Y, torch.Tensor) or (Y is None and y_optional)):
+    if isinstance(X, torch.Tensor) and isinstance(metric, str) and not X.is_nested and (
+            (isinstance(Y, torch.Tensor) and not Y.is_nested) or (Y is None and y_optional)):
         return
     check_tensor(op, "X", X)
     check_tensor(op, "Y", Y, optional=y_optional)

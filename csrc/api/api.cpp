@@ -215,7 +215,7 @@ namespace {
 // torchpair.sequences._scalars); a parameter the metric does not take is an error.
 std::vector<double> scalars_of(const std::string& metric, const SequenceOptions& o) {
   auto reject = [&](const char* name) {
-    TORCH_CHECK_VALUE(false, "tp::seq: metric '", metric, "' does not take parameter '", name, "'");
+    TORCH_CHECK_TYPE(false, "tp::seq: metric '", metric, "' does not take parameter '", name, "'");
   };
   if (o.weights.has_value() && metric != "levenshtein") reject("weights");
   if (o.pad.has_value() && metric != "hamming") reject("pad");

@@ -151,7 +151,8 @@ void check_params(const MetricInfo& info, const ComparisonOptions& o, const char
   auto reject = [&](const char* p) {
     std::ostringstream names;
     for (const auto& param : info.params) names << (&param == &info.params.front() ? "" : ", ") << param.name;
-    TORCH_CHECK_VALUE(false, "torchpair.", op, ": metric '", info.name, "' does not take parameter '", p, "'",
+    // An unexpected keyword argument: TypeError, as Python (and scipy) raise for one.
+    TORCH_CHECK_TYPE(false, "torchpair.", op, ": metric '", info.name, "' does not take parameter '", p, "'",
                       info.params.empty() ? std::string(" (it takes no parameters)")
                                           : " (its parameters: " + names.str() + ")");
   };

@@ -61,7 +61,7 @@ struct MetricInfo {
 const std::vector<MetricInfo>& all();
 // By canonical name or alias; unknown names raise c10::ValueError listing the valid names.
 const MetricInfo& lookup(const std::string& name, const char* op);
-// Raises c10::ValueError naming any parameter set in `o` that `info` does not take.
+// Raises c10::TypeError naming any parameter set in `o` that `info` does not take.
 void check_params(const MetricInfo& info, const ComparisonOptions& o, const char* op);
 
 std::string to_json(const MetricInfo& info);

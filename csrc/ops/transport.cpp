@@ -47,15 +47,17 @@ double default_mass_tol(at::ScalarType t) {
 
 // ---- public operator ------------------------------------------------------------------
 void check_floating(const char* name, const at::Tensor& t) {
+  TORCH_CHECK_TYPE(!t.is_nested() && t.layout() == at::kStrided, "torchpair.emd: '", name,
+                   "' must be a dense (strided) tensor");
   TORCH_CHECK_TYPE(at::isFloatingType(t.scalar_type()), "torchpair.emd: '", name,
                    "' must be a floating tensor, got ", t.scalar_type());
 }
 
 Five emd_op(const Opt& a_in, const Opt& b_in, const at::Tensor& M, std::optional<int64_t> max_iter, bool normalize,
             std::optional<double> mass_tol, bool warn) {
-  TORCH_CHECK_VALUE(M.defined() && M.dim() >= 2, "torchpair.emd: 'M' must have shape [..., n, m], got ",
-                    M.defined() ? M.dim() : 0, " dimension(s)");
+  TORCH_CHECK_VALUE(M.defined(), "torchpair.emd: 'M' is undefined");
   check_floating("M", M);
+  TORCH_CHECK_VALUE(M.dim() >= 2, "torchpair.emd: 'M' must have shape [..., n, m], got ", M.dim(), " dimension(s)");
   TORCH_CHECK_VALUE(!max_iter.has_value() || *max_iter >= 0, "torchpair.emd: 'max_iter' must be >= 0 or None, got ",
                     max_iter.value_or(0));
   if (mass_tol.has_value())

@@ -9,7 +9,7 @@ namespace tp {
 
 // Metric parameters. Unset means the same default as the Python API (sklearn/scipy
 // conventions, e.g. gamma = 1 / n_features for rbf). A parameter the chosen metric does not
-// take is an error (c10::ValueError naming it), never silently ignored.
+// take is an error (c10::TypeError naming it, as Python's unexpected keyword argument), never silently ignored.
 struct ComparisonOptions {
 #define TP_DECLARE_SCALAR(name) std::optional<double> name;
 #define TP_DECLARE_TENSOR(name) std::optional<at::Tensor> name;

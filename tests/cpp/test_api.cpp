@@ -269,7 +269,7 @@ void bad_input(const Refs& r) {
                                 {"no_such_metric"});
   tp::PairwiseOperationOptions bad_param;
   bad_param.comparison.gamma = 0.1;
-  expect_error<c10::ValueError>("parameter the metric does not take",
+  expect_error<c10::TypeError>("parameter the metric does not take",
                                 [&] { tp::pairwise_expression(X, Y, "euclidean", true, bad_param); }, {"gamma"});
   expect_error("feature mismatch", [&] { tp::pairwise_expression(X, Y.narrow(1, 0, 2), "rbf"); },
                {"'y'", "features"});
