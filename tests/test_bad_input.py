@@ -1180,6 +1180,28 @@ raises("tp.seq.pairwise", "prefix-weight-nan", lambda: tp.seq.pairwise(_tok(5, 6
        r"'prefix_weight'")
 raises("tp.seq.pairwise", "hamming-unequal-lengths", lambda: tp.seq.pairwise(_tok(5, 6), _tok(4, 7), "hamming"),
        ValueError, r"pad=True")
+# the function the user called, never the operator inside (torchpair._seq_pdist) or its
+# argument names ('x_lengths' of 'x')
+raises("tp.seq.pdist", "lengths-too-long", lambda: tp.seq.pdist(_tok(3, 6), lengths=T.tensor([2, 7, 1])), ValueError,
+       r"^torchpair\.seq\.pdist: 'lengths' has a length 7 longer than the sequences of 'X' \(6 tokens\)")
+raises("tp.seq.pdist", "lengths-negative", lambda: tp.seq.pdist(_tok(3, 6), lengths=T.tensor([2, -1, 1])), ValueError,
+       r"^torchpair\.seq\.pdist: 'lengths' must be non-negative")
+raises("tp.seq.pdist", "hamming-unequal-lengths", lambda: tp.seq.pdist(_tok(3, 6), "hamming",
+                                                                       lengths=T.tensor([2, 3, 3])),
+       ValueError, r"^torchpair\.seq\.pdist: metric 'hamming' needs sequences of equal length")
+raises("tp.seq.cdist", "y-lengths-too-long", lambda: tp.seq.cdist(_tok(3, 6), _tok(2, 4), y_lengths=T.tensor([5, 1])),
+       ValueError, r"^torchpair\.seq\.cdist: 'y_lengths' has a length 5 longer than the sequences of 'Y'")
+raises("tp.pairwise", "sequence-lengths-too-long", lambda: tp.pairwise(_tok(3, 6), None, "osa",
+                                                                       x_lengths=T.tensor([9, 1, 1])),
+       ValueError, r"^torchpair\.pairwise: 'x_lengths' has a length 9")
+raises("tp.cdist", "param-not-for-metric-named-cdist", lambda: tp.cdist(x, x, "euclidean", p=1.0), TypeError,
+       r"^torchpair\.cdist: metric 'euclidean' does not take parameter 'p'")
+raises("tp.wasserstein", "feature-mismatch-named-wasserstein", lambda: tp.wasserstein(x, T.randn(4, 2)), ValueError,
+       r"^torchpair\.wasserstein: 'x' has 3 features but 'y' has 2")
+raises("tp.emd2", "M-int-named-emd2", lambda: tp.emd2(None, None, T.ones(3, 2, dtype=torch.int64)), TypeError,
+       r"^torchpair\.emd2: 'M' must be a floating")
+raises("tp.lazy", "param-named-lazy", lambda: tp.lazy(x, y, "cosine", gamma=1.0), TypeError,
+       r"^torchpair\.lazy: metric 'cosine' does not take parameter 'gamma'")
 raises("tp.seq.pairwise", "y-lengths-without-y", lambda: tp.seq.pairwise(_tok(5, 6), None,
                                                                          y_lengths=T.ones(5, dtype=torch.int64)),
        ValueError, r"'y_lengths'")
@@ -1511,6 +1533,23 @@ def process_group(tmp_path):
         dist.destroy_process_group()
 
 
+# Public functions whose errors must name exactly themselves (``torchpair.<name>: ...``), not
+# an operator or another public function they call (docs/contracts.md, "Errors").
+NAMED = {f"tp.{n}": n for n in ("pairwise", "cdist", "pdist", "knn", "hausdorff", "chamfer", "mmd",
+                                 "energy_distance", "emd", "emd2", "wasserstein")}
+NAMED.update({f"tp.seq.{n}": f"seq.{n}" for n in ("pairwise", "cdist", "pdist")})
+
+
+def _check_names_the_function(row, message: str) -> None:
+    if row.api.startswith("torchpair::") or row.api == "(listed)":  # operator calls name the operator
+        return
+    assert "torchpair._" not in message, f"{row.api}: the message names an internal operator: {message}"
+    name = NAMED.get(row.api)
+    if name is not None and message.startswith("torchpair."):
+        assert message.startswith((f"torchpair.{name}: ", f"torchpair.{name}() ")), \
+            f"{row.api}: the message names another function: {message}"
+
+
 @pytest.mark.parametrize("row", ROWS, ids=[r.id for r in ROWS])
 def test_catalogue(row, request):
     if row.needs_group:
@@ -1526,6 +1565,7 @@ def test_catalogue(row, request):
         assert type(info.value) is row.raises, f"expected {row.raises.__name__}, got {type(info.value).__name__}: " \
                                                f"{info.value}"
         assert info.match(row.match)
+        _check_names_the_function(row, str(info.value))
     else:
         out = row.call()
         _compare(row, out, row.oracle())

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import difflib
 import numbers
+import re
 
 import torch
 
@@ -113,3 +114,30 @@ def check_operands(op: str, X, Y, metric, y_optional: bool = True) -> None:
     check_tensor(op, "X", X)
     check_tensor(op, "Y", Y, optional=y_optional)
     check_metric(op, metric)
+
+
+# "torchpair.<name>: ..." (argument errors) or "torchpair.<name>() got ..." (keywords)
+_PREFIX = re.compile(r"torchpair\.[A-Za-z_][\w.]*(: |\(\) )")
+
+
+def renamed(exc: BaseException, public: str) -> BaseException:
+    """``exc`` naming the public function the user called: a ValueError / TypeError from an
+    operator (``torchpair._seq_pdist: ...``, ``torchpair.lazy_reduce: ...``) or from another
+    public function used inside (``torchpair.emd: ...`` under ``tp.wasserstein``) becomes
+    ``torchpair.<public>: ...``, the same type and text otherwise. Used as
+
+        try: ...
+        except (ValueError, TypeError) as exc:
+            raise _params.renamed(exc, "seq.pdist") from None
+
+    (a try block costs nothing until something raises)."""
+    if type(exc) not in (ValueError, TypeError) or len(exc.args) != 1 or not isinstance(exc.args[0], str):
+        return exc
+    message = exc.args[0]
+    match = _PREFIX.match(message)
+    if match is None:
+        return exc
+    head = f"torchpair.{public}{match.group(1)}"
+    if match.group(0) == head:
+        return exc
+    return type(exc)(head + message[match.end():]).with_traceback(exc.__traceback__)
