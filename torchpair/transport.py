@@ -68,7 +68,8 @@ def emd(a, b, M, max_iter: int | None = None, normalize: bool = False, mass_tol:
     """The exact optimal transport plan between weights ``a`` and ``b`` for the cost ``M``.
 
     Args:
-        a: ``[..., n]`` non-negative weights of the rows of M, or None (uniform ``1/n``).
+        a: ``[..., n]`` non-negative weights of the rows of M (any integer or floating dtype:
+            counts are histograms too), or None (uniform ``1/n``).
         b: ``[..., m]`` non-negative weights of the columns, or None (uniform ``1/m``).
         M: ``[..., n, m]`` non-negative finite cost. Leading dimensions of a, b, M broadcast;
             each problem is solved independently (in parallel across cores).

@@ -68,7 +68,14 @@ Five emd_op(const Opt& a_in, const Opt& b_in, const at::Tensor& M, std::optional
   auto dtype = M.scalar_type();
   auto weights = [&](const Opt& w, const char* name, const c10::SymInt& len) -> at::Tensor {
     if (!w.has_value() || !w->defined()) return at::Tensor();
-    check_floating(name, *w);
+    // Weights of any real dtype: integer histograms (counts) are a normal input, as in POT.
+    // They join the result dtype by torch's promotion (int64 weights with a float32 cost give
+    // float32; the solver itself runs in float64). bool is not a histogram: TypeError.
+    TORCH_CHECK_TYPE(!w->is_nested() && w->layout() == at::kStrided, "torchpair.emd: '", name,
+                     "' must be a dense (strided) tensor");
+    TORCH_CHECK_TYPE(at::isFloatingType(w->scalar_type()) || at::isIntegralType(w->scalar_type(), /*includeBool=*/false),
+                     "torchpair.emd: '", name, "' must be a real (integer or floating) tensor, got ", w->scalar_type(),
+                     w->scalar_type() == at::kBool ? " (an indicator: convert it with .to(torch.float64))" : "");
     TORCH_CHECK_VALUE(w->dim() >= 1, "torchpair.emd: '", name, "' must have shape [..., ", len, "], got a 0-d tensor");
     TORCH_CHECK_VALUE(w->sym_size(-1) == len, "torchpair.emd: '", name, "' has ", w->sym_size(-1),
                       " entries but 'M' has ", len, name[0] == 'a' ? " rows" : " columns");
