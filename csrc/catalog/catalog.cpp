@@ -58,9 +58,9 @@ std::vector<MetricInfo> build() {
   {
     const ParamInfo kP{"p", "float", "2", "the order of the norm; >= 1, or inf"};
     const ParamInfo kW{"w", "tensor", "None (all 1)", "per-feature weights [n_features], >= 0, differentiable"};
-    const ParamInfo kV{"V", "tensor", "variances (ddof=1) of the stacked rows (scipy)",
+    const ParamInfo kV{"V", "tensor", "variances (ddof=1) of X's rows (Y None, pdist), of [X; Y] for two sets (scipy)",
                        "per-feature variances [n_features], >= 0, differentiable"};
-    const ParamInfo kVI{"VI", "tensor", "pseudo-inverse of the covariance of the stacked rows",
+    const ParamInfo kVI{"VI", "tensor", "pseudo-inverse of the covariance of X's rows (Y None, pdist), of [X; Y] for two sets",
                         "inverse covariance [n_features, n_features], differentiable"};
     const ParamInfo kBase{"base", "float", "e", "logarithm base; > 0 and != 1"};
     auto dist = [&](const char* name, std::vector<std::string> aliases, std::vector<ParamInfo> params,

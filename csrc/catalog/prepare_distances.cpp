@@ -61,10 +61,12 @@ Inputs transformed(const Inputs& in, const F& f) {
   return out;
 }
 
-// The rows whose statistics give the default V / VI: x and y stacked (scipy's cdist; x
-// twice when y is x itself, as cdist(X, X)), or x alone for pdist (scipy's pdist).
+// The rows whose statistics give the default V / VI: x alone when the comparison is x with
+// itself (Y = None, pdist: scipy's pdist and sklearn's pairwise_distances(X)), so that
+// pairwise(X, None) is squareform(pdist(X)); x and y stacked for two sets (scipy's cdist,
+// also cdist(X, X) with X passed twice).
 at::Tensor stacked(const Inputs& in) {
-  if (std::string(in.op) == "pdist") return in.x;
+  if (in.symmetric) return in.x;
   return at::cat({in.x, in.y}, 1);
 }
 
@@ -117,7 +119,7 @@ Prepared prepare_minkowski(const Inputs& in, const ComparisonOptions& o) {
 
 Prepared prepare_seuclidean(const Inputs& in, const ComparisonOptions& o) {
   const int64_t d = feature_dim(in);
-  // scipy: V defaults to the variances (ddof = 1) of the stacked rows.
+  // scipy: V defaults to the variances (ddof = 1) of the rows (see stacked()).
   const at::Tensor V = o.V.has_value() ? tensor_param(*o.V, "V", in, "seuclidean", {d}, /*nonnegative=*/true)
                                        : at::var(stacked(in), at::IntArrayRef{1}, /*unbiased=*/true, /*keepdim=*/true);
   // A zero variance drops its feature (its coordinates are equal wherever V is the default).
@@ -130,7 +132,7 @@ Prepared prepare_mahalanobis(const Inputs& in, const ComparisonOptions& o) {
   const int64_t d = feature_dim(in);
   at::Tensor VI;
   if (o.VI.has_value()) VI = tensor_param(*o.VI, "VI", in, "mahalanobis", {d, d}, /*nonnegative=*/false);
-  const bool stack_y = std::string(in.op) != "pdist";
+  const bool stack_y = !in.symmetric;  // the rows of the default VI: see stacked()
   if (auto native = mahalanobis_native(in, VI, stack_y)) return *native;
   if (!VI.defined()) {
     // scipy: the inverse of the covariance of the stacked rows; the pseudo-inverse here, so
