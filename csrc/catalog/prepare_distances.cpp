@@ -181,8 +181,14 @@ Prepared prepare_jensenshannon(const Inputs& in, const ComparisonOptions& o) {
                       ": parameter 'base' of metric 'jensenshannon' must be finite, > 0 and != 1, got ", base);
     scale = 1.0 / std::log(base);
   }
-  // scipy normalises each row to sum 1.
-  const Inputs p = transformed(in, [](const at::Tensor& t) { return t / t.sum(-1, /*keepdim=*/true); });
+  // scipy normalises each row to sum 1. A row with a negative entry is not a probability
+  // vector: scipy's cdist/pdist give +inf for every pair with one; its entries become -1, the
+  // kernel's mark for that (a constant: no gradient flows to such a row).
+  const Inputs p = transformed(in, [](const at::Tensor& t) {
+    const at::Tensor negative = (t < 0).any(-1, /*keepdim=*/true);
+    const at::Tensor sum = at::where(negative, at::ones({}, t.options()), t.sum(-1, /*keepdim=*/true));
+    return at::where(negative, at::full({}, -1.0, t.options()), t / sum);
+  });
   return operands(p, p.x, p.y, "jensenshannon_direct", {scale});
 }
 

@@ -103,6 +103,8 @@ struct BrayCurtisDirect {
 
 // sqrt(scale * sum_k [x log(2x / (x + y)) + y log(2y / (x + y))] / 2) on rows the catalog
 // normalised to sum 1 (scipy's jensenshannon; scale = 1 / log(base)); scalars: [scale].
+// The catalog sets every entry of a row that had a negative entry to -1: a pair with such a
+// row is +inf (scipy's cdist/pdist), gradient 0.
 // A term is written m [(1 + t) log1p(t) + (1 - t) log1p(-t)] with m = (x + y) / 2,
 // t = (x - y) / (x + y): accurate when x ~ y (the plain form cancels to noise there), and
 // 0 log 0 = 0. Gradient of a term: log(2x / (x + y)) = log1p(t), taken as 0 where x = 0.
@@ -117,9 +119,15 @@ struct JensenShannonDirect {
   template <class V> static V ratio(const V& x, const V& y) {  // t = (x - y) / (x + y), 0 for 0 / 0
     return (x - y) * inverse_or_zero(x + y);
   }
+  // `value` where neither x nor y is a marked entry (<= -1), `marked` otherwise
+  template <class V> static V unless_marked(const V& x, const V& y, const V& marked, const V& value) {
+    const V mark = math::full_like(x, -1.0);
+    return math::select(math::less_equal(x, mark), marked, math::select(math::less_equal(y, mark), marked, value));
+  }
   template <class V> static void term(const V& x, const V& y, V* t, const Scalars&) {
     const V r = ratio(x, y);
-    t[0] = (x + y) * 0.5 * (plogp(r) + plogp(math::full_like(r, 0.0) - r));
+    t[0] = unless_marked(x, y, math::full_like(x, std::numeric_limits<double>::infinity()),
+                         (x + y) * 0.5 * (plogp(r) + plogp(math::full_like(r, 0.0) - r)));
   }
   template <class V> static V finalize(const V* acc, const Scalars& s) {
     return math::sqrt(math::clamp_min(acc[0] * (0.5 * s[0]), 0.0));
@@ -130,7 +138,7 @@ struct JensenShannonDirect {
   }
   template <class V> static V dx(const V& x, const V& y, const V* ctx, const Scalars&) {
     const V zero = math::full_like(x, 0.0);
-    return math::select(math::is_zero(x), zero, math::log1p(ratio(x, y)) * ctx[0]);
+    return unless_marked(x, y, zero, math::select(math::is_zero(x), zero, math::log1p(ratio(x, y)) * ctx[0]));
   }
   template <class V> static V dy(const V& x, const V& y, const V* ctx, const Scalars& s) { return dx(y, x, ctx, s); }
 };
