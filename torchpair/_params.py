@@ -1,8 +1,9 @@
 """Keyword parameters of the torchpair operators.
 
 The parameter list is read from the native operator schema, so Python never keeps a second
-copy of it: scalar parameters (floats, structural constants in captured graphs) and tensor
-parameters (inputs, differentiable where the metric is).
+copy of it: scalar parameters (floats, structural constants in captured graphs), tensor
+parameters (inputs, differentiable where the metric is) and string options (``compute_mode``,
+structural too).
 """
 from __future__ import annotations
 
@@ -13,19 +14,24 @@ import re
 import torch
 
 
-def _read_schema() -> tuple[tuple[str, ...], tuple[str, ...]]:
+def _read_schema() -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
     schema = torch.ops.torchpair.pairwise.default._schema
-    scalars, tensors = [], []
+    scalars, tensors, strings = [], [], []
     for arg in schema.arguments:
         if not arg.kwarg_only:
             continue
         elem = arg.type.getElementType() if isinstance(arg.type, torch.OptionalType) else arg.type
-        (tensors if isinstance(elem, torch.TensorType) else scalars).append(arg.name)
-    return tuple(scalars), tuple(tensors)
+        if isinstance(elem, torch.TensorType):
+            tensors.append(arg.name)
+        elif isinstance(elem, torch.StringType):
+            strings.append(arg.name)
+        else:
+            scalars.append(arg.name)
+    return tuple(scalars), tuple(tensors), tuple(strings)
 
 
 # Read once at import (the library is loaded by then); plain constants for torch.compile.
-SCALAR_PARAMS, TENSOR_PARAMS = _read_schema()
+SCALAR_PARAMS, TENSOR_PARAMS, STRING_PARAMS = _read_schema()
 
 
 def _is_array_like(value) -> bool:
@@ -65,6 +71,10 @@ def normalize(op: str, params: dict, device: torch.device | None = None) -> dict
             if isinstance(value, bool) or not isinstance(value, numbers.Real):
                 raise TypeError(f"torchpair.{op}: parameter {name!r} must be a real number, got {type(value).__name__}")
             out[name] = float(value)
+        elif name in STRING_PARAMS:  # compute_mode: its values are checked by the operator
+            if not isinstance(value, str):
+                raise TypeError(f"torchpair.{op}: {name!r} must be a str, got {type(value).__name__}")
+            out[name] = value
         elif name in tensors:
             if not isinstance(value, torch.Tensor):
                 if not _is_array_like(value) and not isinstance(value, numbers.Real):
@@ -74,7 +84,7 @@ def normalize(op: str, params: dict, device: torch.device | None = None) -> dict
                 value = torch.as_tensor(value, device=device)
             out[name] = value
         else:
-            known = scalars + tensors
+            known = scalars + tensors + STRING_PARAMS
             hint = difflib.get_close_matches(name, known, n=1)
             suggestion = f"; did you mean {hint[0]!r}?" if hint else f"; valid parameters: {', '.join(known)}"
             raise TypeError(f"torchpair.{op}() got an unexpected keyword argument {name!r}{suggestion}")

@@ -15,7 +15,10 @@ def pairwise(X: torch.Tensor, Y: torch.Tensor | None = None, metric: str = "eucl
         Y: ``[..., M, D]`` (batch dims broadcast with X), or None for X against itself
             (then self-comparisons on the diagonal are exact).
         metric: a name from :func:`torchpair.metrics` (scipy/sklearn names and aliases).
-        **params: the metric's parameters (e.g. ``gamma`` for ``"rbf"``; sklearn defaults).
+        **params: the metric's parameters (e.g. ``gamma`` for ``"rbf"``; sklearn defaults), and
+            ``compute_mode`` (torch.cdist's values; ``"donot_use_mm_for_euclid_dist"``: exact
+            zeros for equal rows in the euclidean family and cosine/correlation, see
+            docs/contracts.md).
 
     Returns:
         ``[..., N, M]`` tensor, differentiable with respect to X and Y where the metric is.

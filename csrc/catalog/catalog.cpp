@@ -142,6 +142,16 @@ const MetricInfo& lookup(const std::string& name, const char* op) {
                     valid.str());
 }
 
+ComputeMode compute_mode_of(const ComparisonOptions& o, const char* op) {
+  if (!o.compute_mode.has_value()) return ComputeMode::kIfNecessary;
+  const std::string& m = *o.compute_mode;
+  if (m == "use_mm_for_euclid_dist_if_necessary") return ComputeMode::kIfNecessary;
+  if (m == "use_mm_for_euclid_dist") return ComputeMode::kGemm;
+  if (m == "donot_use_mm_for_euclid_dist") return ComputeMode::kDirect;
+  TORCH_CHECK_VALUE(false, "torchpair.", op, ": 'compute_mode' must be \"use_mm_for_euclid_dist_if_necessary\", "
+                    "\"use_mm_for_euclid_dist\" or \"donot_use_mm_for_euclid_dist\" (torch.cdist's), got \"", m, "\"");
+}
+
 void check_params(const MetricInfo& info, const ComparisonOptions& o, const char* op) {
   auto takes = [&](const char* p) {
     for (const auto& param : info.params)

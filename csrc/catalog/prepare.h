@@ -18,7 +18,7 @@ double float_param(const std::optional<double>& value, double fallback, const ch
 
 // The squared-distance family (euclidean, sqeuclidean, rbf, ...): difference-based engine
 // kernel `<base>_direct` for small D, GEMM kernel `<base>_gemm` on centred operands with
-// squared norms as side features otherwise.
+// squared norms as side features otherwise; in.compute_mode forces either.
 Prepared distance_family(const Inputs& in, const std::string& base, std::vector<double> scalars);
 
 // 1 / |x| per row ([..., n] from [..., n, D]), 0 for a row of norm 0 (gradient 0 there): the

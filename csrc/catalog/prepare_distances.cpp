@@ -71,6 +71,12 @@ at::Tensor stacked(const Inputs& in) {
 }
 
 Prepared cosine_of(const Inputs& in, const at::Tensor& x, const at::Tensor& y) {
+  if (in.compute_mode == ComputeMode::kDirect) {
+    // |x/|x| - y/|y||^2 / 2 on the normalised rows: exactly 0 for equal rows (the GEMM form
+    // 1 - x.y / (|x| |y|) leaves rounding noise there), no cancellation for close rows.
+    const at::Tensor xn = normalized_rows(x);
+    return operands(in, xn, in.symmetric ? xn : normalized_rows(y), "cosine_direct");
+  }
   // The normalisation is the kernel's epilogue: side features 1 / |row| (0 for a zero row),
   // one pass over each operand; the GEMM reads the operands themselves.
   Prepared p = operands(in, x, y, "cosine_gemm");

@@ -216,6 +216,34 @@ struct SnrDirect {
 // normalisation is folded into the GEMM tile's epilogue (no normalised copy of the
 // operands). A zero row has a = 0: distance 1 from everything (sklearn); exact
 // self-comparisons are 0 with gradient 0.
+// Cosine distance as |x - y|^2 / 2 on rows the catalog normalised to unit length (zero rows
+// stay zero): compute_mode "donot_use_mm_for_euclid_dist". Exactly 0 for equal rows (two zero
+// rows too); a zero row against a nonzero one is 1 (sklearn), gradient 0; clamped to [0, 2].
+// acc: [|x - y|^2, |x|^2, |y|^2].
+struct CosineDirect {
+  static constexpr int kScalars = 0, kAcc = 3, kCtx = 1;
+  static constexpr bool kMax = false;
+  template <class V> static void term(const V& x, const V& y, V* t, const Scalars&) {
+    t[0] = math::square(x - y);
+    t[1] = x * x;
+    t[2] = y * y;
+  }
+  // `same` where both rows are zero or neither is, `one_zero` where exactly one is
+  template <class V> static V by_zero_rows(const V* acc, const V& same, const V& one_zero) {
+    return math::select(math::is_zero(acc[1]), math::select(math::is_zero(acc[2]), same, one_zero),
+                        math::select(math::is_zero(acc[2]), one_zero, same));
+  }
+  template <class V> static V finalize(const V* acc, const Scalars&) {
+    const V v = math::minimum(math::clamp_min(acc[0] * 0.5, 0.0), math::full_like(acc[0], 2.0));
+    return by_zero_rows(acc, v, math::full_like(v, 1.0));
+  }
+  template <class V> static void grad_context(const V* acc, const V&, V* ctx, const Scalars&) {
+    ctx[0] = by_zero_rows(acc, math::full_like(acc[0], 1.0), math::full_like(acc[0], 0.0));
+  }
+  template <class V> static V dx(const V& x, const V& y, const V* ctx, const Scalars&) { return (x - y) * ctx[0]; }
+  template <class V> static V dy(const V& x, const V& y, const V* ctx, const Scalars&) { return (y - x) * ctx[0]; }
+};
+
 struct CosineGemm {
   static constexpr int kScalars = 0;
   static constexpr bool kDistanceBased = false, kSingularAtZero = false, kExactSelf = true;

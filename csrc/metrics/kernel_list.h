@@ -22,7 +22,8 @@
   _(jensenshannon_direct, JensenShannonDirect) \
   _(haversine_direct, HaversineDirect)     \
   _(nan_euclidean_direct, NanEuclideanDirect) \
-  _(snr_direct, SnrDirect)
+  _(snr_direct, SnrDirect)                 \
+  _(cosine_direct, CosineDirect)
 
 #define TORCHPAIR_INNER_PRODUCT_KERNELS(_) \
   _(sqeuclidean_gemm, SqEuclideanGemm)     \

@@ -142,6 +142,7 @@ Core core_of(const catalog::Prepared& p, bool transpose) {
 catalog::Prepared prepare(const char* op, const catalog::MetricInfo& info, Flat& f, const ComparisonOptions& o,
                           bool selection = false) {
   catalog::check_params(info, o, op);
+  f.in.compute_mode = catalog::compute_mode_of(o, op);
   catalog::Prepared p = info.prepare(f.in, o);
   // Kernels over non-floating operands (Boolean family) give results in their value dtype;
   // `equal` is bool where the result holds entries of the matrix itself (dense, selections).

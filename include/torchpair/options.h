@@ -2,6 +2,7 @@
 #include <ATen/Tensor.h>
 
 #include <optional>
+#include <string>
 
 #include "torchpair/params.h"
 
@@ -13,10 +14,16 @@ namespace tp {
 struct ComparisonOptions {
 #define TP_DECLARE_SCALAR(name) std::optional<double> name;
 #define TP_DECLARE_TENSOR(name) std::optional<at::Tensor> name;
+#define TP_DECLARE_STRING(name) std::optional<std::string> name;
   TORCHPAIR_SCALAR_PARAMS(TP_DECLARE_SCALAR)
   TORCHPAIR_TENSOR_PARAMS(TP_DECLARE_TENSOR)
+  // Execution option (every metric takes it): compute_mode, torch.cdist's switch between the
+  // GEMM and the difference-based engines (include/torchpair/params.h). It lives here, not in
+  // PairwiseOperationOptions, because the engine is chosen by the metric's preparation.
+  TORCHPAIR_STRING_PARAMS(TP_DECLARE_STRING)
 #undef TP_DECLARE_SCALAR
 #undef TP_DECLARE_TENSOR
+#undef TP_DECLARE_STRING
 };
 
 // Options of one pairwise operation: the comparison's parameters, plus execution options
