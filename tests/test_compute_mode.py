@@ -161,3 +161,18 @@ def test_compute_mode_under_compile():
     assert torch.equal(out[:2, :2].diagonal(), torch.zeros(2, dtype=torch.float64))
     torch.testing.assert_close(out, torch.from_numpy(ssd.cdist(x.numpy(), y.numpy(), "cosine")), rtol=1e-12,
                                atol=1e-12)
+
+
+def test_keops_backend_runs_an_explicit_mode_natively():
+    """Under tp.backend("keops", strict=True) an explicit compute_mode runs the native kernels
+    (KeOps has one form per metric): exact zeros, and no KeOps decline error."""
+    pytest.importorskip("pykeops")
+    x = _data(8, 30, torch.float64)
+    y = x.flip(0).clone()
+    V = torch.ones(8, 1, dtype=torch.float64)
+    with tp.backend("keops", strict=True):
+        for metric in ("euclidean", "cosine"):
+            K = tp.lazy(x, y, metric, compute_mode=EXACT)
+            assert torch.equal(K.min(-1).values, torch.zeros(8, dtype=torch.float64))
+            ref = torch.from_numpy(ssd.cdist(x.numpy(), y.numpy(), metric))
+            torch.testing.assert_close(K @ V, ref @ V, rtol=1e-12, atol=1e-12)
