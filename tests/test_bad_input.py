@@ -42,7 +42,7 @@ _MADE: list = []
 
 
 def _snap(t):
-    if not isinstance(t, torch.Tensor) or t.device.type == "meta" or t.layout != torch.strided:
+    if not isinstance(t, torch.Tensor) or t.device.type == "meta" or t.layout != torch.strided or t.is_nested:
         return None
     return (t.detach().clone(), t.shape, t.stride(), t.dtype, t.requires_grad, t.grad)
 
@@ -76,6 +76,11 @@ class _Tracked:
 T = _Tracked()
 
 
+def _nested(layout=torch.strided):
+    """A nested tensor of two [rows, 3] components (torch.nested): not a dense operand."""
+    return torch.nested.nested_tensor([torch.randn(5, 3), torch.randn(4, 3)], layout=layout)
+
+
 def track(t):
     """Snapshot a tensor a row derives (e.g. a view with odd strides)."""
     _MADE.append((t, _snap(t)))
@@ -103,7 +108,7 @@ CASES = [
     ("unknown-metric", lambda: tp.pairwise(x, y, "euclidian"), ValueError, r"unknown metric 'euclidian'.*'metric'"),
     ("metric-not-str", lambda: tp.pairwise(x, y, 3), TypeError, r"'metric'"),
     ("unknown-param", lambda: tp.pairwise(x, y, "rbf", gama=0.1), TypeError, r"unexpected keyword argument 'gama'.*gamma"),
-    ("param-not-for-metric", lambda: tp.pairwise(x, y, "euclidean", gamma=0.1), ValueError,
+    ("param-not-for-metric", lambda: tp.pairwise(x, y, "euclidean", gamma=0.1), TypeError,
      r"metric 'euclidean' does not take parameter 'gamma'"),
     ("negative-gamma", lambda: tp.pairwise(x, y, "rbf", gamma=-1.0), ValueError, r"'gamma'.*>= 0"),
     ("nan-gamma", lambda: tp.pairwise(x, y, "rbf", gamma=float("nan")), ValueError, r"'gamma'.*finite"),
@@ -123,10 +128,23 @@ CASES = [
     ("sum-dim-batch", lambda: tp.lazy(T.randn(2, 5, 3), None).sum(0), ValueError, r"'dim' must be one of the last two"),
     ("sum-dim-type", lambda: tp.lazy(x, y).sum("rows"), TypeError, r"'dim'"),
     ("lazy-flag", lambda: tp.pairwise_expression(x, y, "rbf", lazy="yes"), TypeError, r"'lazy'"),
-    ("sparse-x", lambda: tp.pairwise(x.to_sparse(), y), ValueError, r"'x' must be a dense"),
+    ("sparse-x", lambda: tp.pairwise(x.to_sparse(), y), TypeError, r"'x' must be a dense"),
     ("metric-info-unknown", lambda: tp.metric_info("nope"), ValueError, r"unknown metric 'nope'"),
+    # nested tensors (torch.nested) anywhere a tensor is taken: TypeError naming the argument
+    ("nested-v", lambda: tp.lazy(x, y, "rbf") @ _nested(), TypeError, r"'V' must be a dense.*nested"),
+    ("nested-seq-tokens", lambda: tp.seq.pairwise(torch.nested.nested_tensor([torch.ones(2, 3, dtype=torch.long)])),
+     TypeError, r"torchpair\.seq\.pairwise: 'X' must be a dense.*nested"),
+    ("nested-seq-lengths", lambda: tp.seq.pdist(torch.ones(2, 3, dtype=torch.long), lengths=torch.nested.nested_tensor(
+        [torch.ones(2, dtype=torch.long)])), TypeError, r"torchpair\.seq\.pdist: 'lengths' must be a dense"),
+    ("nested-emd-M", lambda: tp.emd2(None, None, _nested()), TypeError, r"torchpair\.emd2: 'M' must be a dense"),
+    ("nested-emd-a", lambda: tp.emd(_nested(), None, T.rand(2, 3)), TypeError, r"torchpair\.emd: 'a' must be a dense"),
+    ("nested-op-x", lambda: torch.ops.torchpair.pairwise(_nested(), None, "euclidean"), TypeError,
+     r"torchpair\.pairwise: 'x' must be a dense.*nested"),
+    ("nested-op-pdist", lambda: torch.ops.torchpair.pdist(_nested(), "cosine"), TypeError, r"'x' must be a dense"),
+    ("nested-op-emd-M", lambda: torch.ops.torchpair.emd(None, None, _nested()), TypeError, r"'M' must be a dense"),
+    ("nested-op-hausdorff", lambda: torch.ops.torchpair.hausdorff(x, _nested()), TypeError, r"'y' must be a dense"),
     ("lazy-unknown-metric", lambda: tp.lazy(x, y, "nope"), ValueError, r"unknown metric 'nope'"),
-    ("lazy-bad-param", lambda: tp.lazy(x, y, "euclidean", gamma=1.0), ValueError, r"does not take parameter 'gamma'"),
+    ("lazy-bad-param", lambda: tp.lazy(x, y, "euclidean", gamma=1.0), TypeError, r"does not take parameter 'gamma'"),
     # the core operators validate too (they are callable from Python and C++)
     ("core-unknown-kernel", lambda: torch.ops.torchpair._dense(x[None], y[None], None, None, "nope", [], False, False),
      ValueError, r"unknown engine kernel 'nope'.*'kernel'"),
@@ -187,7 +205,7 @@ CASES += [
     ("poly-coef0-inf", lambda: tp.lazy(x, y, "polynomial", coef0=float("inf")), ValueError, r"'coef0'.*finite"),
     ("sigmoid-gamma-nan", lambda: tp.pairwise(x, y, "sigmoid", gamma=float("nan")), ValueError, r"'gamma'.*finite"),
     ("laplacian-negative-gamma", lambda: tp.pairwise(x, y, "laplacian", gamma=-2.0), ValueError, r"'gamma'"),
-    ("linear-takes-nothing", lambda: tp.pairwise(x, y, "linear", gamma=1.0), ValueError,
+    ("linear-takes-nothing", lambda: tp.pairwise(x, y, "linear", gamma=1.0), TypeError,
      r"metric 'linear' does not take parameter 'gamma'"),
     ("chi2-negative-x", lambda: tp.pairwise(-x.abs(), y.abs(), "chi2"), ValueError, r"'x' contains negative values"),
     ("chi2-negative-y", lambda: tp.lazy(x.abs(), -y.abs(), "additive_chi2").sum(-1), ValueError,
@@ -211,7 +229,7 @@ CASES += [
      TypeError, r"'length_scales'"),
     ("matern-both-length-scales", lambda: tp.pairwise(x, y, "matern", length_scale=1.0, length_scales=T.ones(3)),
      ValueError, r"'length_scale'.*'length_scales'"),
-    ("rq-per-feature", lambda: tp.pairwise(x, y, "rational_quadratic", length_scale=[1.0, 2.0, 3.0]), ValueError,
+    ("rq-per-feature", lambda: tp.pairwise(x, y, "rational_quadratic", length_scale=[1.0, 2.0, 3.0]), TypeError,
      r"'rational_quadratic' does not take parameter 'length_scales'"),
     ("rq-alpha-zero", lambda: tp.pairwise(x, y, "rational_quadratic", alpha=0.0), ValueError, r"'alpha'.*> 0"),
     ("rq-alpha-inf", lambda: tp.pairwise(x, y, "rational_quadratic", alpha=float("inf")), ValueError, r"'alpha'.*finite"),
@@ -241,7 +259,7 @@ CASES += [
     ("haversine-D-pdist", lambda: tp.pdist(x, "haversine"), ValueError, r"haversine.*2 features"),
     ("jensenshannon-base", lambda: tp.pairwise(x, y, "jensenshannon", base=1.0), ValueError, r"'base'"),
     ("jensenshannon-base-negative", lambda: tp.pairwise(x, y, "jensenshannon", base=-2.0), ValueError, r"'base'"),
-    ("cosine-param", lambda: tp.pairwise(x, y, "cosine", p=2.0), ValueError, r"metric 'cosine' does not take parameter 'p'"),
+    ("cosine-param", lambda: tp.pairwise(x, y, "cosine", p=2.0), TypeError, r"metric 'cosine' does not take parameter 'p'"),
     ("pdist-rank-1", lambda: tp.pdist(T.randn(5)), ValueError, r"'x' must have shape"),
     ("pdist-int", lambda: tp.pdist(T.ones(5, 3, dtype=torch.int64)), TypeError, r"floating-point 'x'"),
     ("pdist-unknown-metric", lambda: tp.pdist(x, "nope"), ValueError, r"unknown metric 'nope'"),
@@ -397,7 +415,7 @@ class Spec:
 
 
 def _vm(Y):
-    if not isinstance(Y, torch.Tensor) or Y.dim() < 2:  # the row is about a bad Y: any V
+    if not isinstance(Y, torch.Tensor) or Y.is_nested or Y.dim() < 2:  # the row is about a bad Y: any V
         return v_for(4)
     return v_for(Y.shape[-2], Y.dtype if Y.dtype.is_floating_point and Y.device.type == "cpu" else torch.float32)
 
@@ -612,7 +630,9 @@ for _s in SPECS:
         ("x-bool", lambda: (T.ones(5, 3, dtype=torch.bool), T.randn(4, 3)), TypeError, _XN),
         ("x-complex", lambda: (T.randn(5, 3, dtype=torch.complex64), T.randn(4, 3)), TypeError, _XN),
         ("x-not-tensor", lambda: ([[1.0, 2.0, 3.0]], T.randn(4, 3)), TypeError, _XN),
-        ("x-sparse", lambda: (track(T.randn(5, 3).to_sparse()), T.randn(4, 3)), ValueError, _XN),
+        ("x-sparse", lambda: (track(T.randn(5, 3).to_sparse()), T.randn(4, 3)), TypeError, _XN),
+        ("x-nested", lambda: (_nested(), T.randn(4, 3)), TypeError, _XN + ".*nested"),
+        ("x-nested-jagged", lambda: (_nested(torch.jagged), T.randn(4, 3)), TypeError, _XN),
     ]
     if not _s.x_only:
         _bad.append(("x-meta", lambda: (T.randn(5, 3, device="meta"), T.randn(4, 3)), ValueError, _XN + ".*" + _YN))
@@ -620,6 +640,7 @@ for _s in SPECS:
         _bad += [
             ("y-rank-1", lambda: (T.randn(5, 3), T.randn(3)), ValueError, _YN),
             ("y-int", lambda: (T.randn(5, 3), T.ones(4, 3, dtype=torch.int32)), TypeError, _YN),
+            ("y-nested", lambda: (T.randn(5, 3), _nested()), TypeError, _YN + ".*nested"),
             ("y-not-tensor", lambda: (T.randn(5, 3), "y"), TypeError, _YN),
             ("feature-mismatch", lambda: (T.randn(5, 3), T.randn(4, 4)), ValueError,
              _XN + r" has 3 features but " + _YN + " has 4"),
@@ -1193,6 +1214,28 @@ raises("tp.seq.pairwise", "prefix-weight-nan", lambda: tp.seq.pairwise(_tok(5, 6
        r"'prefix_weight'")
 raises("tp.seq.pairwise", "hamming-unequal-lengths", lambda: tp.seq.pairwise(_tok(5, 6), _tok(4, 7), "hamming"),
        ValueError, r"pad=True")
+# the function the user called, never the operator inside (torchpair._seq_pdist) or its
+# argument names ('x_lengths' of 'x')
+raises("tp.seq.pdist", "lengths-too-long", lambda: tp.seq.pdist(_tok(3, 6), lengths=T.tensor([2, 7, 1])), ValueError,
+       r"^torchpair\.seq\.pdist: 'lengths' has a length 7 longer than the sequences of 'X' \(6 tokens\)")
+raises("tp.seq.pdist", "lengths-negative", lambda: tp.seq.pdist(_tok(3, 6), lengths=T.tensor([2, -1, 1])), ValueError,
+       r"^torchpair\.seq\.pdist: 'lengths' must be non-negative")
+raises("tp.seq.pdist", "hamming-unequal-lengths", lambda: tp.seq.pdist(_tok(3, 6), "hamming",
+                                                                       lengths=T.tensor([2, 3, 3])),
+       ValueError, r"^torchpair\.seq\.pdist: metric 'hamming' needs sequences of equal length")
+raises("tp.seq.cdist", "y-lengths-too-long", lambda: tp.seq.cdist(_tok(3, 6), _tok(2, 4), y_lengths=T.tensor([5, 1])),
+       ValueError, r"^torchpair\.seq\.cdist: 'y_lengths' has a length 5 longer than the sequences of 'Y'")
+raises("tp.pairwise", "sequence-lengths-too-long", lambda: tp.pairwise(_tok(3, 6), None, "osa",
+                                                                       x_lengths=T.tensor([9, 1, 1])),
+       ValueError, r"^torchpair\.pairwise: 'x_lengths' has a length 9")
+raises("tp.cdist", "param-not-for-metric-named-cdist", lambda: tp.cdist(x, x, "euclidean", p=1.0), TypeError,
+       r"^torchpair\.cdist: metric 'euclidean' does not take parameter 'p'")
+raises("tp.wasserstein", "feature-mismatch-named-wasserstein", lambda: tp.wasserstein(x, T.randn(4, 2)), ValueError,
+       r"^torchpair\.wasserstein: 'x' has 3 features but 'y' has 2")
+raises("tp.emd2", "M-int-named-emd2", lambda: tp.emd2(None, None, T.ones(3, 2, dtype=torch.int64)), TypeError,
+       r"^torchpair\.emd2: 'M' must be a floating")
+raises("tp.lazy", "param-named-lazy", lambda: tp.lazy(x, y, "cosine", gamma=1.0), TypeError,
+       r"^torchpair\.lazy: metric 'cosine' does not take parameter 'gamma'")
 raises("tp.seq.pairwise", "y-lengths-without-y", lambda: tp.seq.pairwise(_tok(5, 6), None,
                                                                          y_lengths=T.ones(5, dtype=torch.int64)),
        ValueError, r"'y_lengths'")
@@ -1543,6 +1586,23 @@ def process_group(tmp_path):
         dist.destroy_process_group()
 
 
+# Public functions whose errors must name exactly themselves (``torchpair.<name>: ...``), not
+# an operator or another public function they call (docs/contracts.md, "Errors").
+NAMED = {f"tp.{n}": n for n in ("pairwise", "cdist", "pdist", "knn", "hausdorff", "chamfer", "mmd",
+                                 "energy_distance", "emd", "emd2", "wasserstein")}
+NAMED.update({f"tp.seq.{n}": f"seq.{n}" for n in ("pairwise", "cdist", "pdist")})
+
+
+def _check_names_the_function(row, message: str) -> None:
+    if row.api.startswith("torchpair::") or row.api == "(listed)":  # operator calls name the operator
+        return
+    assert "torchpair._" not in message, f"{row.api}: the message names an internal operator: {message}"
+    name = NAMED.get(row.api)
+    if name is not None and message.startswith("torchpair."):
+        assert message.startswith((f"torchpair.{name}: ", f"torchpair.{name}() ")), \
+            f"{row.api}: the message names another function: {message}"
+
+
 @pytest.mark.parametrize("row", ROWS, ids=[r.id for r in ROWS])
 def test_catalogue(row, request):
     if row.needs_group:
@@ -1558,6 +1618,7 @@ def test_catalogue(row, request):
         assert type(info.value) is row.raises, f"expected {row.raises.__name__}, got {type(info.value).__name__}: " \
                                                f"{info.value}"
         assert info.match(row.match)
+        _check_names_the_function(row, str(info.value))
     else:
         out = row.call()
         _compare(row, out, row.oracle())

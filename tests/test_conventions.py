@@ -114,6 +114,49 @@ def test_jensenshannon_zero_probabilities(engine):
     assert out.item() == 0 and torch.equal(gx, torch.zeros_like(gx))
 
 
+_JS_NEG_X = [[1.0, -1.0, 2.0], [1.0, 2.0, -3.0], [-1.0, -1.0, -1.0], [1.0, -1.0, 0.0], [math.nan, -1.0, 1.0],
+             [0.2, 0.3, 0.5], [1.0, 2.0, 3.0], [1.0, -0.0, 1.0], [-1e-300, 1.0, 1.0]]
+_JS_NEG_Y = [[1.0, 1.0, 1.0], [0.5, 0.5, 0.0], [-1.0, 2.0, 3.0], [2.0, 4.0, 6.0], [0.0, 0.0, 5.0]]
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+def test_jensenshannon_negative_entries_give_inf_as_scipy(dtype, engine):
+    """A row with a negative entry is not a probability vector: scipy's cdist and pdist give
+    +inf for every pair with one (whatever the row's sum, also with a NaN in the row); -0.0 is
+    not negative. torchpair gives the same numbers, the gradient 0 for those pairs."""
+    xn, yn = np.array(_JS_NEG_X), np.array(_JS_NEG_Y)
+    if dtype == torch.float32:
+        xn[-1, 0] = -1e-30  # still negative in float32 (scipy casts float32 to float64 itself)
+    ref = torch.from_numpy(ssd.cdist(xn, yn, "jensenshannon"))
+    assert torch.isinf(ref).sum() > 10 and torch.isfinite(ref).sum() > 4  # the oracle covers both cases
+    x, y = torch.from_numpy(xn).to(dtype), torch.from_numpy(yn).to(dtype)
+    tol = dict(rtol=1e-12, atol=1e-12) if dtype == F64 else dict(rtol=1e-5, atol=1e-6)
+    xr, yr = x.clone().requires_grad_(True), y.clone().requires_grad_(True)
+    out = tp.pairwise(xr, yr, "jensenshannon")
+    torch.testing.assert_close(out.detach().double(), ref, equal_nan=True, **tol)
+    # base 2: the divergence divided by log 2 (inf stays inf)
+    torch.testing.assert_close(tp.cdist(x, y, "jensenshannon", base=2.0).double(), ref / math.sqrt(math.log(2.0)),
+                               equal_nan=True, **tol)
+    finite = torch.isfinite(out.detach())
+    torch.where(finite, out, torch.zeros_like(out)).sum().backward()
+    negative_rows = (x < 0).any(-1)
+    assert torch.isfinite(xr.grad).all() and torch.isfinite(yr.grad).all()
+    assert torch.equal(xr.grad[negative_rows], torch.zeros_like(xr.grad[negative_rows]))
+    # pdist (scipy's pdist); pairwise(X, None) is squareform(pdist(X)) off the diagonal, and
+    # its diagonal is 0 for a probability row, inf for a row with a negative entry (as the
+    # diagonal of scipy's cdist(X, X): such a row is at distance inf from everything)
+    z = np.concatenate([xn, yn])
+    ref_p = torch.from_numpy(ssd.pdist(z, "jensenshannon"))
+    zt = torch.from_numpy(z).to(dtype)
+    torch.testing.assert_close(tp.pdist(zt, "jensenshannon").double(), ref_p, equal_nan=True, **tol)
+    square = torch.from_numpy(ssd.squareform(ssd.pdist(z, "jensenshannon")))
+    square.diagonal().copy_(torch.from_numpy(ssd.cdist(z, z, "jensenshannon")).diagonal())
+    torch.testing.assert_close(tp.pairwise(zt, None, "jensenshannon").double(), square, equal_nan=True, **tol)
+    # the lazy consumers see the same values
+    torch.testing.assert_close(tp.lazy(x, y, "jensenshannon").min(-1).values.double(), ref.min(-1).values,
+                               equal_nan=True, **tol)
+
+
 def test_mahalanobis_singular_covariance():
     """Fewer rows than features: the covariance is singular; the default VI is its
     pseudo-inverse (scipy's inverse fails)."""

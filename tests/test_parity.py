@@ -3,6 +3,7 @@ empty and self inputs, for every metric row in cases.METRIC_CASES, in both engin
 (difference-based for small D, GEMM for large D) and on the device-generic path."""
 import numpy as np
 import pytest
+import scipy.spatial.distance as ssd
 import torch
 
 import torchpair as tp
@@ -15,6 +16,15 @@ def oracle(case, x, y=None):
     xn = x.detach().double().numpy()
     yn = xn if y is None else y.detach().double().numpy()
     return torch.from_numpy(np.ascontiguousarray(case.oracle(xn, yn)))
+
+
+def self_oracle(case, x):
+    """The oracle of pairwise(x, None): scipy's squareform(pdist(x)), whose data-dependent
+    defaults (seuclidean's V, mahalanobis' VI) come from x alone, unlike cdist(x, x)."""
+    if case.metric in ("seuclidean", "mahalanobis") and not case.params:
+        xn = x.detach().double().numpy()
+        return torch.from_numpy(ssd.squareform(ssd.pdist(xn, case.metric)))
+    return oracle(case, x)
 
 
 def check(case, out, ref, dtype):
@@ -38,7 +48,7 @@ def test_self(case, dtype):
     for d in case.dims:
         x = case.sample((70, d), dtype)
         out = tp.pairwise(x, None, case.metric, **case.params)
-        check(case, out, oracle(case, x), dtype)
+        check(case, out, self_oracle(case, x), dtype)
         if tp.metric_info(case.metric)["kind"] == "distance":
             assert torch.all(out.diagonal() == 0), "self-distances must be exactly zero"
 
@@ -81,7 +91,7 @@ def test_generic_path(case, force_generic):
         out = tp.pairwise(x, y, case.metric, **case.params)
         for b in range(2):
             check(case, out[b], oracle(case, x[b], y[b]), torch.float64)
-        check(case, tp.pairwise(x[0], None, case.metric, **case.params), oracle(case, x[0]), torch.float64)
+        check(case, tp.pairwise(x[0], None, case.metric, **case.params), self_oracle(case, x[0]), torch.float64)
 
 
 def test_inputs_not_modified():
@@ -137,3 +147,45 @@ def test_nan_feature_anywhere_propagates(metric, dtype, engine, monkeypatch):
     for out, expected in ((tp.pairwise(x, y, metric, **kw), ref), (tp.pdist(y, metric, **kw), ref_pdist)):
         assert torch.equal(torch.isnan(out), torch.isnan(expected))
         torch.testing.assert_close(out.double(), expected, equal_nan=True, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("metric", ["seuclidean", "mahalanobis"])
+@pytest.mark.parametrize("grad", [False, True], ids=["native-prepare", "autograd-prepare"])
+def test_self_comparison_defaults_come_from_x_alone(metric, grad):
+    """pairwise(X, None) equals squareform(pdist(X)) (scipy) and sklearn's
+    pairwise_distances(X, metric): the default V / VI come from X alone, for the dense result
+    and every lazy consumer; two sets keep scipy's cdist statistics of [X; Y] (also X twice)."""
+    from sklearn.metrics import pairwise_distances
+
+    g = torch.Generator().manual_seed(5)
+    x = torch.randn(5, 3, dtype=torch.float64, generator=g)
+    y = torch.randn(7, 3, dtype=torch.float64, generator=g)
+    xn, yn = x.numpy(), y.numpy()
+    ref = torch.from_numpy(ssd.squareform(ssd.pdist(xn, metric)))
+    torch.testing.assert_close(torch.from_numpy(pairwise_distances(xn, metric=metric)), ref, rtol=1e-12, atol=1e-12)
+    xr = x.clone().requires_grad_(grad)
+    close = dict(rtol=1e-10, atol=1e-12)
+    torch.testing.assert_close(tp.pairwise(xr, None, metric).detach(), ref, **close)
+    torch.testing.assert_close(torch.from_numpy(ssd.squareform(tp.pdist(xr, metric).detach().numpy())), ref, **close)
+    V = torch.linspace(-1.0, 1.0, 10, dtype=torch.float64).reshape(5, 2)
+    K = tp.lazy(xr, None, metric)
+    torch.testing.assert_close((K @ V).detach(), ref @ V, **close)
+    torch.testing.assert_close(K.sum(-1).detach(), ref.sum(-1), **close)
+    torch.testing.assert_close(K.topk(2, largest=False).values.detach(), ref.topk(2, largest=False).values, **close)
+    torch.testing.assert_close(tp.knn(xr, None, 3, metric).values.detach(), ref.topk(3, largest=False).values, **close)
+    # two sets: scipy's cdist (the stacked rows), X passed twice included
+    torch.testing.assert_close(tp.pairwise(xr, y, metric).detach(), torch.from_numpy(ssd.cdist(xn, yn, metric)),
+                               **close)
+    twice = torch.from_numpy(ssd.cdist(xn, xn, metric))
+    torch.testing.assert_close(tp.pairwise(xr, x, metric).detach(), twice, **close)
+    assert (twice - ref).abs().max() > 1e-3  # the two conventions differ (by ~6% at n = 5)
+
+
+@pytest.mark.parametrize("metric", ["seuclidean", "mahalanobis"])
+def test_self_comparison_defaults_generic_path(metric, force_generic):
+    x = torch.randn(2, 6, 3, dtype=torch.float64, generator=torch.Generator().manual_seed(6))
+    for b in range(2):
+        ref = torch.from_numpy(ssd.squareform(ssd.pdist(x[b].numpy(), metric)))
+        torch.testing.assert_close(tp.pairwise(x, None, metric)[b], ref, rtol=1e-10, atol=1e-12)
+        torch.testing.assert_close((tp.lazy(x, None, metric) @ torch.ones(6, 1, dtype=torch.float64))[b, :, 0],
+                                   ref.sum(-1), rtol=1e-10, atol=1e-12)

@@ -419,7 +419,7 @@ def _tok():
     (lambda: tp.seq.pairwise(_tok()[0][0], None, pad_id=1.5), TypeError, "'pad_id'"),
     (lambda: tp.seq.lazy(_tok()[0][0], _tok()[1][0]).topk(2), ValueError, "'k'"),
     (lambda: tp.seq.lazy(_tok()[0][0], _tok()[1][0]).topk(1, dim=0 + 5), ValueError, "'dim'"),
-    (lambda: tp.seq.pdist(_tok()[0][0], lengths=torch.tensor([9, 1])), ValueError, "'x_lengths'"),
+    (lambda: tp.seq.pdist(_tok()[0][0], lengths=torch.tensor([9, 1])), ValueError, "torchpair.seq.pdist: 'lengths' has a length 9"),
     # the core operators validate too
     (lambda: torch.ops.torchpair._seq_dense(torch.zeros(1, 2, 3), torch.zeros(1, 2, dtype=torch.long),
                                             torch.zeros(1, 2, 3), torch.zeros(1, 2, dtype=torch.long),

@@ -347,7 +347,10 @@ BAD = [
      r"'b' has 2 entries but 'M' has 3 columns"),
     ("M-rank", lambda: tp.emd2(_a, _b, torch.rand(4, dtype=torch.float64)), ValueError, r"'M' must have shape"),
     ("M-int", lambda: tp.emd2(None, None, torch.ones(4, 3, dtype=torch.int64)), TypeError, r"'M' must be a floating"),
-    ("a-int", lambda: tp.emd2(torch.ones(4, dtype=torch.int64), _b, _M), TypeError, r"'a' must be a floating"),
+    ("a-bool", lambda: tp.emd2(torch.ones(4, dtype=torch.bool), _b, _M), TypeError,
+     r"torchpair\.emd2: 'a' must be a real \(integer or floating\) tensor, got Bool"),
+    ("b-complex", lambda: tp.emd(_a, torch.ones(3, dtype=torch.complex64), _M), TypeError,
+     r"torchpair\.emd: 'b' must be a real"),
     ("a-not-tensor", lambda: tp.emd2([0.25] * 4, _b, _M), TypeError, r"'a' must be a torch.Tensor"),
     ("batch-mismatch", lambda: tp.emd2(torch.full((3, 4), 0.25, dtype=torch.float64), _b, _M.expand(2, 4, 3)),
      RuntimeError, r"size"),
@@ -361,7 +364,7 @@ BAD = [
      r"'p' \(the Wasserstein order\)"),
     ("wasserstein-kernel", lambda: tp.wasserstein(torch.rand(3, 2), torch.rand(4, 2), metric="rbf"), ValueError,
      r"'metric' must be a distance"),
-    ("wasserstein-metric-p", lambda: tp.wasserstein(torch.rand(3, 2), torch.rand(4, 2), metric_p=3.0), ValueError,
+    ("wasserstein-metric-p", lambda: tp.wasserstein(torch.rand(3, 2), torch.rand(4, 2), metric_p=3.0), TypeError,
      r"does not take parameter 'p'"),
     ("core-shapes", lambda: torch.ops.torchpair._emd(_a[None], _b[None], _M, -1, 1e-7), ValueError,
      r"expects a \[B, n\]"),
@@ -372,3 +375,45 @@ BAD = [
 def test_bad_input(call, exc, pattern):
     with pytest.raises(exc, match=pattern):
         call()
+
+
+@pytest.mark.parametrize("dtype", [torch.int64, torch.int32, torch.uint8, torch.int16])
+@pytest.mark.parametrize("cost_dtype", [torch.float64, torch.float32])
+def test_integer_weights_are_histograms(dtype, cost_dtype):
+    """Integer weights (counts) are accepted, as POT accepts them: the same plan and cost as
+    ot.emd / ot.emd2 on the counts, in the promoted dtype (int weights, float cost: the cost's)."""
+    r = rng(11)
+    n, m = 7, 5
+    a = r.integers(1, 9, n)
+    b = r.multinomial(int(a.sum()), np.full(m, 1.0 / m))  # equal totals, may hold zeros
+    M = r.random((n, m))
+    ref_cost = ot.emd2(a, b, M, numItermax=NO_LIMIT)
+    ref_plan = ot.emd(a, b, M, numItermax=NO_LIMIT)
+    ta, tb, tM = torch.from_numpy(a).to(dtype), torch.from_numpy(b).to(dtype), torch.from_numpy(M).to(cost_dtype)
+    ta0, tb0 = ta.clone(), tb.clone()
+    cost = tp.emd2(ta, tb, tM)
+    plan = tp.emd(ta, tb, tM)
+    assert cost.dtype == cost_dtype and plan.dtype == cost_dtype
+    tol = dict(rtol=1e-12, atol=1e-12) if cost_dtype == torch.float64 else dict(rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(cost.double(), torch.tensor(ref_cost, dtype=torch.float64), **tol)
+    torch.testing.assert_close(plan.double().sum(1), torch.from_numpy(a).double(), **tol)
+    torch.testing.assert_close(plan.double().sum(0), torch.from_numpy(b).double(), **tol)
+    torch.testing.assert_close((plan.double() * torch.from_numpy(M)).sum(), torch.tensor(float((ref_plan * M).sum()),
+                               dtype=torch.float64), **tol)
+    assert torch.equal(ta, ta0) and torch.equal(tb, tb0)  # inputs untouched
+    # normalize=True with counts: the distributions a / sum(a), b / sum(b)
+    torch.testing.assert_close(tp.emd2(ta, tb, tM, normalize=True).double(),
+                               torch.tensor(ot.emd2(a / a.sum(), b / b.sum(), M, numItermax=NO_LIMIT),
+                                            dtype=torch.float64), **tol)
+
+
+def test_integer_weights_in_wasserstein():
+    """tp.wasserstein with integer point weights, against POT on the euclidean cost."""
+    r = rng(12)
+    X, Y = r.random((6, 2)), r.random((4, 2))
+    a = r.integers(1, 5, 6)
+    b = r.multinomial(int(a.sum()), np.full(4, 0.25))
+    M = np.sqrt(((X[:, None, :] - Y[None, :, :]) ** 2).sum(-1))
+    out = tp.wasserstein(torch.from_numpy(X), torch.from_numpy(Y), torch.from_numpy(a), torch.from_numpy(b))
+    torch.testing.assert_close(out, torch.tensor(ot.emd2(a, b, M, numItermax=NO_LIMIT), dtype=torch.float64),
+                               rtol=1e-12, atol=1e-12)

@@ -415,6 +415,8 @@ def _plan(X, Y, metric, params, others=(), selection=False) -> Optional[_Plan]:
     tensors = (X, Y, *others, *(v for v in params.values() if isinstance(v, torch.Tensor)))
     if _tracing(tensors):
         return None
+    if params.get("compute_mode") not in (None, "use_mm_for_euclid_dist_if_necessary"):
+        return None  # an explicit engine choice (docs/contracts.md, compute_mode) runs the native kernels
     name = _canonical(metric)
     entry = TRANSLATIONS.get(name)
     if entry is None and not _prepared_support(name):

@@ -1,30 +1,37 @@
 """Keyword parameters of the torchpair operators.
 
 The parameter list is read from the native operator schema, so Python never keeps a second
-copy of it: scalar parameters (floats, structural constants in captured graphs) and tensor
-parameters (inputs, differentiable where the metric is).
+copy of it: scalar parameters (floats, structural constants in captured graphs), tensor
+parameters (inputs, differentiable where the metric is) and string options (``compute_mode``,
+structural too).
 """
 from __future__ import annotations
 
 import difflib
 import numbers
+import re
 
 import torch
 
 
-def _read_schema() -> tuple[tuple[str, ...], tuple[str, ...]]:
+def _read_schema() -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
     schema = torch.ops.torchpair.pairwise.default._schema
-    scalars, tensors = [], []
+    scalars, tensors, strings = [], [], []
     for arg in schema.arguments:
         if not arg.kwarg_only:
             continue
         elem = arg.type.getElementType() if isinstance(arg.type, torch.OptionalType) else arg.type
-        (tensors if isinstance(elem, torch.TensorType) else scalars).append(arg.name)
-    return tuple(scalars), tuple(tensors)
+        if isinstance(elem, torch.TensorType):
+            tensors.append(arg.name)
+        elif isinstance(elem, torch.StringType):
+            strings.append(arg.name)
+        else:
+            scalars.append(arg.name)
+    return tuple(scalars), tuple(tensors), tuple(strings)
 
 
 # Read once at import (the library is loaded by then); plain constants for torch.compile.
-SCALAR_PARAMS, TENSOR_PARAMS = _read_schema()
+SCALAR_PARAMS, TENSOR_PARAMS, STRING_PARAMS = _read_schema()
 
 
 #: Scalar parameters with a tensor twin in the schema. sklearn's length_scale is a float or
@@ -74,6 +81,10 @@ def normalize(op: str, params: dict, device: torch.device | None = None) -> dict
             if isinstance(value, bool) or not isinstance(value, numbers.Real):
                 raise TypeError(f"torchpair.{op}: parameter {name!r} must be a real number, got {type(value).__name__}")
             out[name] = float(value)
+        elif name in STRING_PARAMS:  # compute_mode: its values are checked by the operator
+            if not isinstance(value, str):
+                raise TypeError(f"torchpair.{op}: {name!r} must be a str, got {type(value).__name__}")
+            out[name] = value
         elif name in tensors:
             if not isinstance(value, torch.Tensor):
                 if not _is_array_like(value) and not isinstance(value, numbers.Real):
@@ -83,7 +94,7 @@ def normalize(op: str, params: dict, device: torch.device | None = None) -> dict
                 value = torch.as_tensor(value, device=device)
             out[name] = value
         else:
-            known = scalars + tensors
+            known = scalars + tensors + STRING_PARAMS
             hint = difflib.get_close_matches(name, known, n=1)
             suggestion = f"; did you mean {hint[0]!r}?" if hint else f"; valid parameters: {', '.join(known)}"
             raise TypeError(f"torchpair.{op}() got an unexpected keyword argument {name!r}{suggestion}")
@@ -95,6 +106,17 @@ def check_tensor(op: str, name: str, value, optional: bool = False) -> None:
         return
     if not isinstance(value, torch.Tensor):
         raise TypeError(f"torchpair.{op}: {name!r} must be a torch.Tensor, got {type(value).__name__}")
+    check_layout(op, name, value)
+
+
+def check_layout(op: str, name: str, value: torch.Tensor) -> None:
+    """A nested tensor is a TypeError naming the argument (a tensor's layout is part of its
+    type, as its dtype); torch's own error for one ("NestedTensorImpl doesn't support sizes")
+    names neither the argument nor the function. Sparse layouts are rejected the same way by
+    the operators."""
+    if value.is_nested:
+        raise TypeError(f"torchpair.{op}: {name!r} must be a dense (strided) tensor, got a nested tensor; pad it "
+                        "to one (torch.nested.to_padded_tensor) or compare its components one by one")
 
 
 def check_metric(op: str, metric) -> None:
@@ -106,9 +128,36 @@ def check_operands(op: str, X, Y, metric, y_optional: bool = True) -> None:
     """check_tensor(X), check_tensor(Y) and check_metric, in that order, for every public entry
     point that takes operands and a metric: the common (valid) case is a single test, so the
     per-call cost of the Python layer stays small."""
-    if isinstance(X, torch.Tensor) and isinstance(metric, str) and (
-            isinstance(Y, torch.Tensor) or (Y is None and y_optional)):
+    if isinstance(X, torch.Tensor) and isinstance(metric, str) and not X.is_nested and (
+            (isinstance(Y, torch.Tensor) and not Y.is_nested) or (Y is None and y_optional)):
         return
     check_tensor(op, "X", X)
     check_tensor(op, "Y", Y, optional=y_optional)
     check_metric(op, metric)
+
+
+# "torchpair.<name>: ..." (argument errors) or "torchpair.<name>() got ..." (keywords)
+_PREFIX = re.compile(r"torchpair\.[A-Za-z_][\w.]*(: |\(\) )")
+
+
+def renamed(exc: BaseException, public: str) -> BaseException:
+    """``exc`` naming the public function the user called: a ValueError / TypeError from an
+    operator (``torchpair._seq_pdist: ...``, ``torchpair.lazy_reduce: ...``) or from another
+    public function used inside (``torchpair.emd: ...`` under ``tp.wasserstein``) becomes
+    ``torchpair.<public>: ...``, the same type and text otherwise. Used as
+
+        try: ...
+        except (ValueError, TypeError) as exc:
+            raise _params.renamed(exc, "seq.pdist") from None
+
+    (a try block costs nothing until something raises)."""
+    if type(exc) not in (ValueError, TypeError) or len(exc.args) != 1 or not isinstance(exc.args[0], str):
+        return exc
+    message = exc.args[0]
+    match = _PREFIX.match(message)
+    if match is None:
+        return exc
+    head = f"torchpair.{public}{match.group(1)}"
+    if match.group(0) == head:
+        return exc
+    return type(exc)(head + message[match.end():]).with_traceback(exc.__traceback__)

@@ -15,21 +15,32 @@ def pairwise(X: torch.Tensor, Y: torch.Tensor | None = None, metric: str = "eucl
         Y: ``[..., M, D]`` (batch dims broadcast with X), or None for X against itself
             (then self-comparisons on the diagonal are exact).
         metric: a name from :func:`torchpair.metrics` (scipy/sklearn names and aliases).
-        **params: the metric's parameters (e.g. ``gamma`` for ``"rbf"``; sklearn defaults).
+        **params: the metric's parameters (e.g. ``gamma`` for ``"rbf"``; sklearn defaults), and
+            ``compute_mode`` (torch.cdist's values; ``"donot_use_mm_for_euclid_dist"``: exact
+            zeros for equal rows in the euclidean family and cosine/correlation, see
+            docs/contracts.md).
 
     Returns:
         ``[..., N, M]`` tensor, differentiable with respect to X and Y where the metric is.
     """
-    if _sequences.routes("pairwise", metric, X, params):  # token sequences (tp.seq)
-        return _sequences.pairwise(X, Y, metric, **params)
-    _params.check_operands("pairwise", X, Y, metric)
-    kwargs = _params.normalize("pairwise", params, X.device) if params else {}
-    return torch.ops.torchpair.pairwise.default(X, Y, metric, **kwargs)
+    return _pairwise("pairwise", X, Y, metric, params)
 
 
 def cdist(XA: torch.Tensor, XB: torch.Tensor | None = None, metric: str = "euclidean", **params) -> torch.Tensor:
     """scipy's name for :func:`pairwise` (``scipy.spatial.distance.cdist(XA, XB, metric)``)."""
-    return pairwise(XA, XB, metric, **params)
+    return _pairwise("cdist", XA, XB, metric, params)
+
+
+def _pairwise(name: str, X, Y, metric, params: dict) -> torch.Tensor:
+    # errors name `name`, the function the user called, not the operator (or tp.seq) inside
+    try:
+        if _sequences.routes(name, metric, X, params):  # token sequences (tp.seq)
+            return _sequences.pairwise(X, Y, metric, **params)
+        _params.check_operands(name, X, Y, metric)
+        kwargs = _params.normalize(name, params, X.device) if params else {}
+        return torch.ops.torchpair.pairwise.default(X, Y, metric, **kwargs)
+    except (ValueError, TypeError) as exc:
+        raise _params.renamed(exc, name) from None
 
 
 def pdist(X: torch.Tensor, metric: str = "euclidean", **params) -> torch.Tensor:
@@ -45,8 +56,11 @@ def pdist(X: torch.Tensor, metric: str = "euclidean", **params) -> torch.Tensor:
         upper triangle). Only that half is computed and stored; differentiable where the
         metric is.
     """
-    if _sequences.routes("pdist", metric, X, params):  # token sequences (tp.seq)
-        return _sequences.pdist(X, metric, **params)
-    _params.check_operands("pdist", X, None, metric)
-    kwargs = _params.normalize("pdist", params, X.device) if params else {}
-    return torch.ops.torchpair.pdist.default(X, metric, **kwargs)
+    try:
+        if _sequences.routes("pdist", metric, X, params):  # token sequences (tp.seq)
+            return _sequences.pdist(X, metric, **params)
+        _params.check_operands("pdist", X, None, metric)
+        kwargs = _params.normalize("pdist", params, X.device) if params else {}
+        return torch.ops.torchpair.pdist.default(X, metric, **kwargs)
+    except (ValueError, TypeError) as exc:
+        raise _params.renamed(exc, "pdist") from None

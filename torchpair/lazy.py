@@ -94,7 +94,11 @@ class LazyPairwise(_PairwiseExpression):
             return None if t is None else torch.empty(t.shape, dtype=t.dtype, device="meta")
 
         params = {k: meta(v) if isinstance(v, torch.Tensor) else v for k, v in self.params.items()}
-        torch.ops.torchpair.lazy_reduce(meta(self.X), meta(self.Y), self.metric, "sum", -1, self.transposed, **params)
+        try:
+            torch.ops.torchpair.lazy_reduce(meta(self.X), meta(self.Y), self.metric, "sum", -1, self.transposed,
+                                            **params)
+        except (ValueError, TypeError) as exc:  # name tp.lazy, not the operator run for the check
+            raise _params.renamed(exc, self._op) from None
 
     def _consume(self, consumer: str, *args):
         return _backends.dispatch(consumer, self, *args)

@@ -34,6 +34,13 @@ def _check(op, a, b, M, max_iter, normalize, mass_tol):
 
 
 def _solve(op, a, b, M, max_iter, normalize, mass_tol, log=False):
+    try:
+        return _solve_checked(op, a, b, M, max_iter, normalize, mass_tol, log)
+    except (ValueError, TypeError) as exc:  # the operator's errors name torchpair.emd
+        raise _params.renamed(exc, op) from None
+
+
+def _solve_checked(op, a, b, M, max_iter, normalize, mass_tol, log):
     mass_tol = _check(op, a, b, M, max_iter, normalize, mass_tol)
     if not isinstance(log, bool):
         raise TypeError(f"torchpair.{op}: 'log' must be a bool, got {type(log).__name__}")
@@ -49,7 +56,7 @@ def _solve(op, a, b, M, max_iter, normalize, mass_tol, log=False):
                 f"{stopped} of {out[4].numel()} problem(s); the plan is feasible but may not be optimal (status 1 in "
                 "the returned log). Raise max_iter (None: no limit).",
                 UserWarning,
-                stacklevel=3,
+                stacklevel=4,  # _solve_checked, _solve, emd(2), the caller
             )
     return out
 
@@ -59,7 +66,8 @@ def emd(a, b, M, max_iter: int | None = None, normalize: bool = False, mass_tol:
     """The exact optimal transport plan between weights ``a`` and ``b`` for the cost ``M``.
 
     Args:
-        a: ``[..., n]`` non-negative weights of the rows of M, or None (uniform ``1/n``).
+        a: ``[..., n]`` non-negative weights of the rows of M (any integer or floating dtype:
+            counts are histograms too), or None (uniform ``1/n``).
         b: ``[..., m]`` non-negative weights of the columns, or None (uniform ``1/m``).
         M: ``[..., n, m]`` non-negative finite cost. Leading dimensions of a, b, M broadcast;
             each problem is solved independently (in parallel across cores).
@@ -116,6 +124,13 @@ def wasserstein(X, Y, a=None, b=None, metric: str = "euclidean", p: float = 1, *
     plan), a and b (the centred duals). At ``W_p = 0`` with ``p > 1`` the gradient of the root
     is taken as 0.
     """
+    try:
+        return _wasserstein(X, Y, a, b, metric, p, max_iter, normalize, mass_tol, metric_p, params)
+    except (ValueError, TypeError) as exc:  # errors of pairwise / emd2 inside name tp.wasserstein
+        raise _params.renamed(exc, "wasserstein") from None
+
+
+def _wasserstein(X, Y, a, b, metric, p, max_iter, normalize, mass_tol, metric_p, params):
     _params.check_operands("wasserstein", X, Y, metric, y_optional=False)
     if isinstance(p, bool) or not isinstance(p, numbers.Real):
         raise TypeError(f"torchpair.wasserstein: 'p' must be a real number, got {type(p).__name__}")

@@ -252,7 +252,7 @@ std::vector<double> scalars_of(const std::string& metric, const SequenceOptions&
     return false;
   };
   auto reject = [&](const char* name) {
-    TORCH_CHECK_VALUE(false, "tp::seq: metric '", metric, "' does not take parameter '", name, "'");
+    TORCH_CHECK_TYPE(false, "tp::seq: metric '", metric, "' does not take parameter '", name, "'");
   };
   if (o.weights.has_value() && !takes("weights")) reject("weights");
   if (o.pad.has_value() && !takes("pad")) reject("pad");

@@ -66,9 +66,9 @@ std::vector<MetricInfo> build() {
   {
     const ParamInfo kP{"p", "float", "2", "the order of the norm; >= 1, or inf", "2"};
     const ParamInfo kW{"w", "tensor", "None (all 1)", "per-feature weights [n_features], >= 0, differentiable"};
-    const ParamInfo kV{"V", "tensor", "variances (ddof=1) of the stacked rows (scipy)",
+    const ParamInfo kV{"V", "tensor", "variances (ddof=1) of X's rows (Y None, pdist), of [X; Y] for two sets (scipy)",
                        "per-feature variances [n_features], >= 0, differentiable"};
-    const ParamInfo kVI{"VI", "tensor", "pseudo-inverse of the covariance of the stacked rows",
+    const ParamInfo kVI{"VI", "tensor", "pseudo-inverse of the covariance of X's rows (Y None, pdist), of [X; Y] for two sets",
                         "inverse covariance [n_features, n_features], differentiable"};
     const ParamInfo kBase{"base", "float", "e", "logarithm base; > 0 and != 1", "2.718281828459045"};
     auto dist = [&](const char* name, std::vector<std::string> aliases, std::vector<ParamInfo> params,
@@ -151,6 +151,16 @@ const MetricInfo& lookup(const std::string& name, const char* op) {
                     valid.str());
 }
 
+ComputeMode compute_mode_of(const ComparisonOptions& o, const char* op) {
+  if (!o.compute_mode.has_value()) return ComputeMode::kIfNecessary;
+  const std::string& m = *o.compute_mode;
+  if (m == "use_mm_for_euclid_dist_if_necessary") return ComputeMode::kIfNecessary;
+  if (m == "use_mm_for_euclid_dist") return ComputeMode::kGemm;
+  if (m == "donot_use_mm_for_euclid_dist") return ComputeMode::kDirect;
+  TORCH_CHECK_VALUE(false, "torchpair.", op, ": 'compute_mode' must be \"use_mm_for_euclid_dist_if_necessary\", "
+                    "\"use_mm_for_euclid_dist\" or \"donot_use_mm_for_euclid_dist\" (torch.cdist's), got \"", m, "\"");
+}
+
 void check_params(const MetricInfo& info, const ComparisonOptions& o, const char* op) {
   auto takes = [&](const char* p) {
     for (const auto& param : info.params)
@@ -160,7 +170,8 @@ void check_params(const MetricInfo& info, const ComparisonOptions& o, const char
   auto reject = [&](const char* p) {
     std::ostringstream names;
     for (const auto& param : info.params) names << (&param == &info.params.front() ? "" : ", ") << param.name;
-    TORCH_CHECK_VALUE(false, "torchpair.", op, ": metric '", info.name, "' does not take parameter '", p, "'",
+    // An unexpected keyword argument: TypeError, as Python (and scipy) raise for one.
+    TORCH_CHECK_TYPE(false, "torchpair.", op, ": metric '", info.name, "' does not take parameter '", p, "'",
                       info.params.empty() ? std::string(" (it takes no parameters)")
                                           : " (its parameters: " + names.str() + ")");
   };

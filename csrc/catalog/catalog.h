@@ -15,12 +15,23 @@
 
 namespace tp::catalog {
 
+// The engine choice of compute_mode (torch.cdist's names; include/torchpair/params.h).
+enum class ComputeMode {
+  kIfNecessary,  // "use_mm_for_euclid_dist_if_necessary": direct up to 16 features, GEMM above
+  kGemm,         // "use_mm_for_euclid_dist"
+  kDirect,       // "donot_use_mm_for_euclid_dist": difference-based, exact zeros for equal rows
+};
+// The mode of an options struct (unset: kIfNecessary); an unknown name raises c10::ValueError
+// naming 'compute_mode' and the operator.
+ComputeMode compute_mode_of(const ComparisonOptions& o, const char* op);
+
 // What a public operator hands to a metric's prepare function: validated, batch-flattened
 // [B, n, d] / [B, m, d] floating tensors (y is x itself when symmetric).
 struct Inputs {
   at::Tensor x, y;
   bool symmetric = false;
   const char* op = "";  // the calling operator, for messages
+  ComputeMode compute_mode = ComputeMode::kIfNecessary;
 };
 
 // The engine call a metric prepares: operands (possibly centred, scaled, normalised), side
@@ -73,7 +84,7 @@ const std::vector<MetricInfo>& all();
 const std::vector<MetricInfo>& sequence_metrics();
 // By canonical name or alias; unknown names raise c10::ValueError listing the valid names.
 const MetricInfo& lookup(const std::string& name, const char* op);
-// Raises c10::ValueError naming any parameter set in `o` that `info` does not take.
+// Raises c10::TypeError naming any parameter set in `o` that `info` does not take.
 void check_params(const MetricInfo& info, const ComparisonOptions& o, const char* op);
 
 // The kernel whose values are the squares of `kernel`'s (euclidean_direct -> sqeuclidean_direct,

@@ -337,7 +337,10 @@ Prepared distance_family(const Inputs& in, const DistanceKernels& kernels, std::
   Prepared p;
   p.symmetric = in.symmetric;
   p.scalars = std::move(scalars);
-  if (feature_dim(in) <= kDirectMaxFeatures) {
+  // compute_mode (torch.cdist's): the default takes the direct kernel up to 16 features
+  const bool direct = in.compute_mode == ComputeMode::kDirect ||
+                      (in.compute_mode == ComputeMode::kIfNecessary && feature_dim(in) <= kDirectMaxFeatures);
+  if (direct) {
     p.x = in.x;
     p.y = in.y;
     p.kernel = kernels.direct;

@@ -30,7 +30,7 @@ inline constexpr DistanceKernels kRationalQuadraticKernels{"rational_quadratic_d
 inline constexpr DistanceKernels kExpSineSquaredKernels{"exp_sine_squared_direct", "exp_sine_squared_gemm"};
 
 // The squared-distance family (euclidean, sqeuclidean, rbf, ...): `kernels.direct` for small
-// D, `kernels.gemm` otherwise.
+// D, `kernels.gemm` otherwise; in.compute_mode forces either.
 Prepared distance_family(const Inputs& in, const DistanceKernels& kernels, std::vector<double> scalars);
 
 // 1 / |x| per row ([..., n] from [..., n, D]), 0 for a row of norm 0 (gradient 0 there): the

@@ -61,14 +61,22 @@ Inputs transformed(const Inputs& in, const F& f) {
   return out;
 }
 
-// The rows whose statistics give the default V / VI: x and y stacked (scipy's cdist; x
-// twice when y is x itself, as cdist(X, X)), or x alone for pdist (scipy's pdist).
+// The rows whose statistics give the default V / VI: x alone when the comparison is x with
+// itself (Y = None, pdist: scipy's pdist and sklearn's pairwise_distances(X)), so that
+// pairwise(X, None) is squareform(pdist(X)); x and y stacked for two sets (scipy's cdist,
+// also cdist(X, X) with X passed twice).
 at::Tensor stacked(const Inputs& in) {
-  if (std::string(in.op) == "pdist") return in.x;
+  if (in.symmetric) return in.x;
   return at::cat({in.x, in.y}, 1);
 }
 
 Prepared cosine_of(const Inputs& in, const at::Tensor& x, const at::Tensor& y) {
+  if (in.compute_mode == ComputeMode::kDirect) {
+    // |x/|x| - y/|y||^2 / 2 on the normalised rows: exactly 0 for equal rows (the GEMM form
+    // 1 - x.y / (|x| |y|) leaves rounding noise there), no cancellation for close rows.
+    const at::Tensor xn = normalized_rows(x);
+    return operands(in, xn, in.symmetric ? xn : normalized_rows(y), "cosine_direct");
+  }
   // The normalisation is the kernel's epilogue: side features 1 / |row| (0 for a zero row),
   // one pass over each operand; the GEMM reads the operands themselves.
   Prepared p = operands(in, x, y, "cosine_gemm");
@@ -117,7 +125,7 @@ Prepared prepare_minkowski(const Inputs& in, const ComparisonOptions& o) {
 
 Prepared prepare_seuclidean(const Inputs& in, const ComparisonOptions& o) {
   const int64_t d = feature_dim(in);
-  // scipy: V defaults to the variances (ddof = 1) of the stacked rows.
+  // scipy: V defaults to the variances (ddof = 1) of the rows (see stacked()).
   const at::Tensor V = o.V.has_value() ? tensor_param(*o.V, "V", in, "seuclidean", {d}, /*nonnegative=*/true)
                                        : at::var(stacked(in), at::IntArrayRef{1}, /*unbiased=*/true, /*keepdim=*/true);
   // A zero variance drops its feature (its coordinates are equal wherever V is the default).
@@ -130,7 +138,7 @@ Prepared prepare_mahalanobis(const Inputs& in, const ComparisonOptions& o) {
   const int64_t d = feature_dim(in);
   at::Tensor VI;
   if (o.VI.has_value()) VI = tensor_param(*o.VI, "VI", in, "mahalanobis", {d, d}, /*nonnegative=*/false);
-  const bool stack_y = std::string(in.op) != "pdist";
+  const bool stack_y = !in.symmetric;  // the rows of the default VI: see stacked()
   if (auto native = mahalanobis_native(in, VI, stack_y)) return *native;
   if (!VI.defined()) {
     // scipy: the inverse of the covariance of the stacked rows; the pseudo-inverse here, so
@@ -179,8 +187,14 @@ Prepared prepare_jensenshannon(const Inputs& in, const ComparisonOptions& o) {
                       ": parameter 'base' of metric 'jensenshannon' must be finite, > 0 and != 1, got ", base);
     scale = 1.0 / std::log(base);
   }
-  // scipy normalises each row to sum 1.
-  const Inputs p = transformed(in, [](const at::Tensor& t) { return t / t.sum(-1, /*keepdim=*/true); });
+  // scipy normalises each row to sum 1. A row with a negative entry is not a probability
+  // vector: scipy's cdist/pdist give +inf for every pair with one; its entries become -1, the
+  // kernel's mark for that (a constant: no gradient flows to such a row).
+  const Inputs p = transformed(in, [](const at::Tensor& t) {
+    const at::Tensor negative = (t < 0).any(-1, /*keepdim=*/true);
+    const at::Tensor sum = at::where(negative, at::ones({}, t.options()), t.sum(-1, /*keepdim=*/true));
+    return at::where(negative, at::full({}, -1.0, t.options()), t / sum);
+  });
   return operands(p, p.x, p.y, "jensenshannon_direct", {scale});
 }
 

@@ -105,6 +105,8 @@ struct BrayCurtisDirect {
 
 // sqrt(scale * sum_k [x log(2x / (x + y)) + y log(2y / (x + y))] / 2) on rows the catalog
 // normalised to sum 1 (scipy's jensenshannon; scale = 1 / log(base)); scalars: [scale].
+// The catalog sets every entry of a row that had a negative entry to -1: a pair with such a
+// row is +inf (scipy's cdist/pdist), gradient 0.
 // A term is written m [(1 + t) log1p(t) + (1 - t) log1p(-t)] with m = (x + y) / 2,
 // t = (x - y) / (x + y): accurate when x ~ y (the plain form cancels to noise there), and
 // 0 log 0 = 0. Gradient of a term: log(2x / (x + y)) = log1p(t), taken as 0 where x = 0.
@@ -119,9 +121,15 @@ struct JensenShannonDirect {
   template <class V> TP_HOST_DEVICE static V ratio(const V& x, const V& y) {  // t = (x - y) / (x + y), 0 for 0 / 0
     return (x - y) * inverse_or_zero(x + y);
   }
+  // `value` where neither x nor y is a marked entry (<= -1), `marked` otherwise
+  template <class V> TP_HOST_DEVICE static V unless_marked(const V& x, const V& y, const V& marked, const V& value) {
+    const V mark = math::full_like(x, -1.0);
+    return math::select(math::less_equal(x, mark), marked, math::select(math::less_equal(y, mark), marked, value));
+  }
   template <class V> TP_HOST_DEVICE static void term(const V& x, const V& y, V* t, const Scalars&) {
     const V r = ratio(x, y);
-    t[0] = (x + y) * 0.5 * (plogp(r) + plogp(math::full_like(r, 0.0) - r));
+    t[0] = unless_marked(x, y, math::full_like(x, std::numeric_limits<double>::infinity()),
+                         (x + y) * 0.5 * (plogp(r) + plogp(math::full_like(r, 0.0) - r)));
   }
   template <class V> TP_HOST_DEVICE static V finalize(const V* acc, const Scalars& s) {
     return math::sqrt(math::clamp_min(acc[0] * (0.5 * s[0]), 0.0));
@@ -132,7 +140,7 @@ struct JensenShannonDirect {
   }
   template <class V> TP_HOST_DEVICE static V dx(const V& x, const V& y, const V* ctx, const Scalars&) {
     const V zero = math::full_like(x, 0.0);
-    return math::select(math::is_zero(x), zero, math::log1p(ratio(x, y)) * ctx[0]);
+    return unless_marked(x, y, zero, math::select(math::is_zero(x), zero, math::log1p(ratio(x, y)) * ctx[0]));
   }
   template <class V> TP_HOST_DEVICE static V dy(const V& x, const V& y, const V* ctx, const Scalars& s) { return dx(y, x, ctx, s); }
 };
@@ -210,6 +218,34 @@ struct SnrDirect {
 // normalisation is folded into the GEMM tile's epilogue (no normalised copy of the
 // operands). A zero row has a = 0: distance 1 from everything (sklearn); exact
 // self-comparisons are 0 with gradient 0.
+// Cosine distance as |x - y|^2 / 2 on rows the catalog normalised to unit length (zero rows
+// stay zero): compute_mode "donot_use_mm_for_euclid_dist". Exactly 0 for equal rows (two zero
+// rows too); a zero row against a nonzero one is 1 (sklearn), gradient 0; clamped to [0, 2].
+// acc: [|x - y|^2, |x|^2, |y|^2].
+struct CosineDirect {
+  static constexpr int kScalars = 0, kAcc = 3, kCtx = 1;
+  static constexpr bool kMax = false;
+  template <class V> TP_HOST_DEVICE static void term(const V& x, const V& y, V* t, const Scalars&) {
+    t[0] = math::square(x - y);
+    t[1] = x * x;
+    t[2] = y * y;
+  }
+  // `same` where both rows are zero or neither is, `one_zero` where exactly one is
+  template <class V> TP_HOST_DEVICE static V by_zero_rows(const V* acc, const V& same, const V& one_zero) {
+    return math::select(math::is_zero(acc[1]), math::select(math::is_zero(acc[2]), same, one_zero),
+                        math::select(math::is_zero(acc[2]), one_zero, same));
+  }
+  template <class V> TP_HOST_DEVICE static V finalize(const V* acc, const Scalars&) {
+    const V v = math::minimum(math::clamp_min(acc[0] * 0.5, 0.0), math::full_like(acc[0], 2.0));
+    return by_zero_rows(acc, v, math::full_like(v, 1.0));
+  }
+  template <class V> TP_HOST_DEVICE static void grad_context(const V* acc, const V&, V* ctx, const Scalars&) {
+    ctx[0] = by_zero_rows(acc, math::full_like(acc[0], 1.0), math::full_like(acc[0], 0.0));
+  }
+  template <class V> TP_HOST_DEVICE static V dx(const V& x, const V& y, const V* ctx, const Scalars&) { return (x - y) * ctx[0]; }
+  template <class V> TP_HOST_DEVICE static V dy(const V& x, const V& y, const V* ctx, const Scalars&) { return (y - x) * ctx[0]; }
+};
+
 struct CosineGemm {
   static constexpr int kScalars = 0;
   static constexpr bool kDistanceBased = false, kSingularAtZero = false, kExactSelf = true;

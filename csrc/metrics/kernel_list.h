@@ -23,7 +23,8 @@
   _(haversine_direct, HaversineDirect)     \
   _(nan_euclidean_direct, NanEuclideanDirect) \
   _(snr_direct, SnrDirect)                 \
-  _(exp_sine_squared_direct, ExpSineSquaredDirect)
+  _(exp_sine_squared_direct, ExpSineSquaredDirect) \
+  _(cosine_direct, CosineDirect)
 
 #define TORCHPAIR_INNER_PRODUCT_KERNELS(_) \
   _(sqeuclidean_gemm, SqEuclideanGemm)     \

@@ -35,10 +35,16 @@ const char* dtype_name(at::ScalarType t) { return c10::toString(t); }
 
 void check_input(const char* op, const char* name, const at::Tensor& t, const catalog::MetricInfo& info) {
   TORCH_CHECK_VALUE(t.defined(), "torchpair.", op, ": '", name, "' is undefined");
+  // The layout is part of a tensor's type (as its dtype): a nested or sparse operand is a
+  // TypeError. Nested tensors are tested first: they report a strided layout, and their
+  // sizes are not defined.
+  TORCH_CHECK_TYPE(!t.is_nested(), "torchpair.", op, ": '", name,
+                   "' must be a dense (strided) tensor, got a nested tensor; pad it to one "
+                   "(torch.nested.to_padded_tensor) or compare its components one by one");
+  TORCH_CHECK_TYPE(t.layout() == at::kStrided, "torchpair.", op, ": '", name,
+                   "' must be a dense (strided) tensor, got layout ", t.layout());
   TORCH_CHECK_VALUE(t.dim() >= 2, "torchpair.", op, ": '", name, "' must have shape [..., rows, features], got ",
                     t.dim(), " dimension(s) ", t.sym_sizes());
-  TORCH_CHECK_VALUE(t.layout() == at::kStrided, "torchpair.", op, ": '", name,
-                    "' must be a dense (strided) tensor, got layout ", t.layout());
   const auto st = t.scalar_type();
   if (info.family == "boolean") {  // bool, integer or floating (nonzero = True / values compared)
     TORCH_CHECK_TYPE(at::isIntegralType(st, /*includeBool=*/true) || at::isFloatingType(st), "torchpair.", op,
@@ -137,6 +143,7 @@ Core core_of(const catalog::Prepared& p, bool transpose) {
 catalog::Prepared prepare(const char* op, const catalog::MetricInfo& info, Flat& f, const ComparisonOptions& o,
                           bool selection = false) {
   catalog::check_params(info, o, op);
+  f.in.compute_mode = catalog::compute_mode_of(o, op);
   catalog::Prepared p = info.prepare(f.in, o);
   // Kernels over non-floating operands (Boolean family) give results in their value dtype;
   // `equal` is bool where the result holds entries of the matrix itself (dense, selections).

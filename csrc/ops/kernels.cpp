@@ -13,13 +13,15 @@ namespace {
 // An operand of the given dtype, on x's device.
 void check_operand(const char* op, const char* name, const at::Tensor& t, int64_t dim, const at::Tensor& x,
                    at::ScalarType dtype) {
+  // nested tensors report a strided layout but have no sizes: tested first
+  TORCH_CHECK_TYPE(!t.is_nested() && t.layout() == at::kStrided, "torchpair.", op, ": '", name,
+                   "' must be a dense (strided) tensor");
   TORCH_CHECK_VALUE(t.dim() == dim, "torchpair.", op, ": '", name, "' must have ", dim, " dimensions, got shape ",
                     t.sizes());
   TORCH_CHECK_TYPE(t.scalar_type() == dtype, "torchpair.", op, ": '", name, "' must have dtype ", dtype, ", got ",
                    t.scalar_type());
   TORCH_CHECK_VALUE(t.device() == x.device(), "torchpair.", op, ": '", name, "' is on ", t.device(),
                     " but 'x' is on ", x.device());
-  TORCH_CHECK_VALUE(t.layout() == at::kStrided, "torchpair.", op, ": '", name, "' must be a dense (strided) tensor");
 }
 
 }  // namespace

@@ -22,22 +22,39 @@
 // ", std::optional<double> gamma, ..., const std::optional<at::Tensor>& w, ..."
 #define TP_SCALAR_PARAM_DECL(name) , std::optional<double> name
 #define TP_TENSOR_PARAM_DECL(name) , const std::optional<at::Tensor>& name
-#define TP_PARAM_DECLS TORCHPAIR_SCALAR_PARAMS(TP_SCALAR_PARAM_DECL) TORCHPAIR_TENSOR_PARAMS(TP_TENSOR_PARAM_DECL)
+#define TP_STRING_PARAM_DECL(name) , std::optional<c10::string_view> name
+#define TP_PARAM_DECLS                                                                         \
+  TORCHPAIR_SCALAR_PARAMS(TP_SCALAR_PARAM_DECL) TORCHPAIR_TENSOR_PARAMS(TP_TENSOR_PARAM_DECL) \
+  TORCHPAIR_STRING_PARAMS(TP_STRING_PARAM_DECL)
 // ", std::optional<double>, ..., const std::optional<at::Tensor>&, ..."
 #define TP_SCALAR_PARAM_TYPE(name) , std::optional<double>
 #define TP_TENSOR_PARAM_TYPE(name) , const std::optional<at::Tensor>&
-#define TP_PARAM_TYPES TORCHPAIR_SCALAR_PARAMS(TP_SCALAR_PARAM_TYPE) TORCHPAIR_TENSOR_PARAMS(TP_TENSOR_PARAM_TYPE)
+#define TP_STRING_PARAM_TYPE(name) , std::optional<c10::string_view>
+#define TP_PARAM_TYPES                                                                         \
+  TORCHPAIR_SCALAR_PARAMS(TP_SCALAR_PARAM_TYPE) TORCHPAIR_TENSOR_PARAMS(TP_TENSOR_PARAM_TYPE) \
+  TORCHPAIR_STRING_PARAMS(TP_STRING_PARAM_TYPE)
 // ", o.gamma, ..., o.w, ..." for a ComparisonOptions named o in scope
 #define TP_PARAM_FIELD(name) , o.name
-#define TP_PARAM_FIELDS TORCHPAIR_SCALAR_PARAMS(TP_PARAM_FIELD) TORCHPAIR_TENSOR_PARAMS(TP_PARAM_FIELD)
+#define TP_STRING_PARAM_FIELD(name) , tp::ops::string_view_of(o.name)
+#define TP_PARAM_FIELDS                                                           \
+  TORCHPAIR_SCALAR_PARAMS(TP_PARAM_FIELD) TORCHPAIR_TENSOR_PARAMS(TP_PARAM_FIELD) \
+  TORCHPAIR_STRING_PARAMS(TP_STRING_PARAM_FIELD)
 // Packs the named arguments of a TP_PARAM_DECLS function into a ComparisonOptions.
 #define TP_PARAM_ASSIGN(name) opts.name = name;
+#define TP_STRING_PARAM_ASSIGN(name) \
+  if (name.has_value()) opts.name = std::string(*name);
 #define TP_PACK_PARAMS(opts)                 \
   tp::ComparisonOptions opts;                \
   TORCHPAIR_SCALAR_PARAMS(TP_PARAM_ASSIGN)   \
-  TORCHPAIR_TENSOR_PARAMS(TP_PARAM_ASSIGN)
+  TORCHPAIR_TENSOR_PARAMS(TP_PARAM_ASSIGN)   \
+  TORCHPAIR_STRING_PARAMS(TP_STRING_PARAM_ASSIGN)
 
 namespace tp::ops {
+
+inline std::optional<c10::string_view> string_view_of(const std::optional<std::string>& s) {
+  if (!s.has_value()) return std::nullopt;
+  return c10::string_view(*s);
+}
 
 // ", *, float? gamma=None, ..., Tensor? w=None, ..." for schema strings.
 std::string params_schema();

@@ -18,10 +18,13 @@ std::string params_schema() {
   std::string s = ", *";
 #define TP_SCALAR_SCHEMA(name) s += ", float? " #name "=None";
 #define TP_TENSOR_SCHEMA(name) s += ", Tensor? " #name "=None";
+#define TP_STRING_SCHEMA(name) s += ", str? " #name "=None";
   TORCHPAIR_SCALAR_PARAMS(TP_SCALAR_SCHEMA)
   TORCHPAIR_TENSOR_PARAMS(TP_TENSOR_SCHEMA)
+  TORCHPAIR_STRING_PARAMS(TP_STRING_SCHEMA)
 #undef TP_SCALAR_SCHEMA
 #undef TP_TENSOR_SCHEMA
+#undef TP_STRING_SCHEMA
   return s;
 }
 

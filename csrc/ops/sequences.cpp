@@ -45,7 +45,9 @@ Params resolve(const char* op, c10::string_view metric, at::ArrayRef<double> sca
 // Checks one side and returns its (int64, contiguous, CPU) tokens and lengths.
 std::pair<at::Tensor, at::Tensor> operand(const char* op, const char* name, const char* len_name,
                                           const at::Tensor& t, const at::Tensor& len) {
-  TORCH_CHECK_VALUE(t.layout() == at::kStrided, "torchpair.", op, ": '", name, "' must be a dense (strided) tensor");
+  for (const auto& [what, v] : {std::pair<const char*, const at::Tensor*>{name, &t}, {len_name, &len}})
+    TORCH_CHECK_TYPE(!v->is_nested() && v->layout() == at::kStrided, "torchpair.", op, ": '", what,
+                     "' must be a dense (strided) tensor");
   TORCH_CHECK_TYPE(at::isIntegralType(t.scalar_type(), /*includeBool=*/false), "torchpair.", op, ": '", name,
                    "' must hold integer token ids, got dtype ", t.scalar_type());
   TORCH_CHECK_VALUE(t.dim() == 3, "torchpair.", op, ": '", name, "' must have shape [batch, rows, length], got ",

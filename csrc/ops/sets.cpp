@@ -15,6 +15,10 @@ namespace {
 using Opt = std::optional<at::Tensor>;
 
 void check_pair(const char* op, const at::Tensor& x, const at::Tensor& y) {
+  for (const auto& [name, t] : {std::pair<const char*, const at::Tensor*>{"x", &x}, {"y", &y}})
+    TORCH_CHECK_TYPE(!t->defined() || (!t->is_nested() && t->layout() == at::kStrided), "torchpair.", op, ": '", name,
+                     "' must be a dense (strided) tensor, got ",
+                     t->is_nested() ? std::string("a nested tensor") : c10::str("layout ", t->layout()));
   TORCH_CHECK_VALUE(x.defined() && x.dim() >= 2, "torchpair.", op, ": 'x' must have shape [..., N, D]");
   TORCH_CHECK_VALUE(y.defined() && y.dim() >= 2, "torchpair.", op, ": 'y' must have shape [..., M, D]");
 }

@@ -47,15 +47,17 @@ double default_mass_tol(at::ScalarType t) {
 
 // ---- public operator ------------------------------------------------------------------
 void check_floating(const char* name, const at::Tensor& t) {
+  TORCH_CHECK_TYPE(!t.is_nested() && t.layout() == at::kStrided, "torchpair.emd: '", name,
+                   "' must be a dense (strided) tensor");
   TORCH_CHECK_TYPE(at::isFloatingType(t.scalar_type()), "torchpair.emd: '", name,
                    "' must be a floating tensor, got ", t.scalar_type());
 }
 
 Five emd_op(const Opt& a_in, const Opt& b_in, const at::Tensor& M, std::optional<int64_t> max_iter, bool normalize,
             std::optional<double> mass_tol, bool warn) {
-  TORCH_CHECK_VALUE(M.defined() && M.dim() >= 2, "torchpair.emd: 'M' must have shape [..., n, m], got ",
-                    M.defined() ? M.dim() : 0, " dimension(s)");
+  TORCH_CHECK_VALUE(M.defined(), "torchpair.emd: 'M' is undefined");
   check_floating("M", M);
+  TORCH_CHECK_VALUE(M.dim() >= 2, "torchpair.emd: 'M' must have shape [..., n, m], got ", M.dim(), " dimension(s)");
   TORCH_CHECK_VALUE(!max_iter.has_value() || *max_iter >= 0, "torchpair.emd: 'max_iter' must be >= 0 or None, got ",
                     max_iter.value_or(0));
   if (mass_tol.has_value())
@@ -66,7 +68,14 @@ Five emd_op(const Opt& a_in, const Opt& b_in, const at::Tensor& M, std::optional
   auto dtype = M.scalar_type();
   auto weights = [&](const Opt& w, const char* name, const c10::SymInt& len) -> at::Tensor {
     if (!w.has_value() || !w->defined()) return at::Tensor();
-    check_floating(name, *w);
+    // Weights of any real dtype: integer histograms (counts) are a normal input, as in POT.
+    // They join the result dtype by torch's promotion (int64 weights with a float32 cost give
+    // float32; the solver itself runs in float64). bool is not a histogram: TypeError.
+    TORCH_CHECK_TYPE(!w->is_nested() && w->layout() == at::kStrided, "torchpair.emd: '", name,
+                     "' must be a dense (strided) tensor");
+    TORCH_CHECK_TYPE(at::isFloatingType(w->scalar_type()) || at::isIntegralType(w->scalar_type(), /*includeBool=*/false),
+                     "torchpair.emd: '", name, "' must be a real (integer or floating) tensor, got ", w->scalar_type(),
+                     w->scalar_type() == at::kBool ? " (an indicator: convert it with .to(torch.float64))" : "");
     TORCH_CHECK_VALUE(w->dim() >= 1, "torchpair.emd: '", name, "' must have shape [..., ", len, "], got a 0-d tensor");
     TORCH_CHECK_VALUE(w->sym_size(-1) == len, "torchpair.emd: '", name, "' has ", w->sym_size(-1),
                       " entries but 'M' has ", len, name[0] == 'a' ? " rows" : " columns");

@@ -172,6 +172,18 @@ void params_and_batches(const Refs& r) {
   compare(r, "batched_dense_sum_all", tp::pairwise_expression(Xb, Yb, "sqeuclidean", false).sum());
   compare(r, "self_euclidean", tp::pairwise(X, std::nullopt, "euclidean"));
   compare(r, "self_euclidean_sum", tp::pairwise_expression(X, std::nullopt, "euclidean").sum(-1));
+  // compute_mode "donot_use_mm_for_euclid_dist": rows equal in x and y give exactly 0, as
+  // scipy's cdist, at any D (here 40: the default would take the GEMM form)
+  tp::PairwiseOperationOptions exact;
+  exact.comparison.compute_mode = "donot_use_mm_for_euclid_dist";
+  const at::Tensor W = at::rand({5, 40}, at::kDouble), Wc = W.clone();
+  for (const char* metric : {"euclidean", "cosine", "correlation"})
+    CHECK_THAT(at::equal(tp::pairwise(W, Wc, metric, exact).diagonal(), at::zeros({5}, at::kDouble)),
+               "compute_mode: equal rows must give exactly 0 (" << metric << ")");
+  tp::PairwiseOperationOptions bad_mode;
+  bad_mode.comparison.compute_mode = "exact";
+  expect_error<c10::ValueError>("unknown compute_mode", [&] { tp::pairwise(W, Wc, "euclidean", bad_mode); },
+                                {"compute_mode"});
 }
 
 void sets(const Refs& r) {
@@ -294,7 +306,7 @@ void bad_input(const Refs& r) {
                                 {"no_such_metric"});
   tp::PairwiseOperationOptions bad_param;
   bad_param.comparison.gamma = 0.1;
-  expect_error<c10::ValueError>("parameter the metric does not take",
+  expect_error<c10::TypeError>("parameter the metric does not take",
                                 [&] { tp::pairwise_expression(X, Y, "euclidean", true, bad_param); }, {"gamma"});
   expect_error("feature mismatch", [&] { tp::pairwise_expression(X, Y.narrow(1, 0, 2), "rbf"); },
                {"'y'", "features"});
