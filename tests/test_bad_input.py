@@ -1,4 +1,4 @@
-"""The bad-input catalogue (issue 11): for every public function, every lazy-expression
+"""The bad-input catalogue: for every public function, every lazy-expression
 consumer and every ``torch.ops.torchpair`` operator, the wrong things users do.
 
 Each row is one call and one expectation:
@@ -162,7 +162,7 @@ CASES = [
                                                      torch.float64), ValueError, r"'dtype' must be None or"),
     ("core-symmetric-shapes", lambda: torch.ops.torchpair._dense(x[None], y[None], None, None, "euclidean_direct", [],
                                                                 True, False), ValueError, r"'symmetric'"),
-    # streamed consumers and set-level functions (issue 5)
+    # streamed consumers and set-level functions
     ("topk-negative-k", lambda: tp.lazy(x, y).topk(-1), ValueError, r"'k' must be >= 0"),
     ("topk-k-too-large", lambda: tp.lazy(x, y).topk(5), ValueError, r"'k' \(5\) must not exceed the size of dimension -1 \(4\)"),
     ("topk-k-too-large-cols", lambda: tp.lazy(x, y).topk(6, dim=-2), ValueError, r"'k' \(6\) must not exceed"),
@@ -197,7 +197,7 @@ CASES = [
                                                             "euclidean_direct", []), TypeError, r"'self_mask' must be bool"),
 ]
 
-# ---- issue 3b: kernel parameters ---------------------------------------------------------------
+# ---- kernel parameters ---------------------------------------------------------------
 CASES += [
     ("poly-degree-below-1", lambda: tp.pairwise(x, y, "polynomial", degree=0.5), ValueError, r"'degree'.*>= 1"),
     ("poly-degree-nan", lambda: tp.pairwise(x, y, "poly", degree=float("nan")), ValueError, r"'degree'.*finite"),
@@ -235,7 +235,7 @@ CASES += [
     ("rq-alpha-inf", lambda: tp.pairwise(x, y, "rational_quadratic", alpha=float("inf")), ValueError, r"'alpha'.*finite"),
 ]
 
-# numeric distances and pdist (issue 3a)
+# numeric distances and pdist
 CASES += [
     ("minkowski-negative-p", lambda: tp.pairwise(x, y, "minkowski", p=-1.0), ValueError, r"'p'.*>= 1"),
     ("minkowski-p-below-1", lambda: tp.pdist(x, "minkowski", p=0.5), ValueError, r"'p'.*>= 1"),

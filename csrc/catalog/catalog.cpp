@@ -20,7 +20,7 @@ std::vector<MetricInfo> build() {
                   "sum_k (x_k - y_k)^2", &prepare_sqeuclidean});
   rows.push_back({"rbf", {}, "kernel", "similarity", {kGamma}, true, "float32/float64", "input dtype",
                   "exp(-gamma * |x - y|^2)", &prepare_rbf});
-  {  // ---- issue 3b: kernels (sklearn names and defaults; csrc/catalog/prepare_kernels.cpp) ----
+  {  // ---- kernels (sklearn names and defaults; csrc/catalog/prepare_kernels.cpp) ----
     const ParamInfo coef0{"coef0", "float", "1", "additive constant; must be finite", "1"};
     const ParamInfo chi2_gamma{"gamma", "float", "1", "kernel width; must be finite and >= 0", "1"};
     const ParamInfo length_scale{"length_scale", "float", "1", "one length scale for all features; finite, > 0", "1"};

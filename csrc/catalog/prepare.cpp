@@ -16,7 +16,7 @@
 
 namespace tp::catalog {
 
-// ---- native no-grad fast paths (issue 3 performance) -------------------------------------
+// ---- native no-grad fast paths ----------------------------------------------------------------
 // The preparation of the GEMM-family metrics is a few passes over [B, n, D] operands. As ATen
 // ops each pass is an OpenMP region (the inputs are above ATen's grain size), which costs
 // milliseconds when the cores are busy; as plain loops, split across threads only above
@@ -46,7 +46,7 @@ bool native_ready(const at::Tensor& t) {
 int64_t row_grain(int64_t d) { return std::max<int64_t>(1, kNativeGrain / std::max<int64_t>(d, 1)); }
 
 // sum over k < d of term(k) (a double), in four independent chains: one chain is bound by the
-// add latency (a 2000 x 32 operand took ~0.1 ms), four let the compiler vectorise.
+// add latency on operands of a few thousand rows, four let the compiler vectorise.
 template <typename F>
 inline double row_sum(int64_t d, const F& term) {
   double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
@@ -151,7 +151,7 @@ std::optional<Prepared> centred_native(const Inputs& in) {
 // lambda_max <= trace(A), so ||A^-1||_F trace(A) rtol < 1/4 (a factor 4 for the rounding of
 // the computed inverse) keeps every eigenvalue above the cutoff. Well-conditioned
 // covariances (the usual case) take ~d^3 flops here instead of LAPACK's eigendecomposition,
-// whose call costs 0.1 ms hot and ~0.5 ms after the thread pool went idle (d = 32); the
+// whose call costs as much as the product itself at small d (docs/performance.md); the
 // others keep that path. scipy's default VI is this inverse too (np.linalg.inv).
 bool cholesky_inverse(std::vector<double>& A, int64_t d, double rtol) {
   // A = L L^T, L in the lower triangle

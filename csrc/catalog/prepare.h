@@ -55,7 +55,7 @@ Prepared prepare_euclidean(const Inputs& in, const ComparisonOptions& o);
 Prepared prepare_sqeuclidean(const Inputs& in, const ComparisonOptions& o);
 Prepared prepare_rbf(const Inputs& in, const ComparisonOptions& o);
 
-// ---- issue 3b: kernels (csrc/catalog/prepare_kernels.cpp) ----
+// ---- kernels (csrc/catalog/prepare_kernels.cpp) ----
 Prepared prepare_linear(const Inputs& in, const ComparisonOptions& o);
 Prepared prepare_cosine_similarity(const Inputs& in, const ComparisonOptions& o);
 Prepared prepare_polynomial(const Inputs& in, const ComparisonOptions& o);

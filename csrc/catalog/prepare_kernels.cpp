@@ -1,4 +1,4 @@
-// Preparation of the sklearn kernels (issue 3, part B): parameter defaults and validation,
+// Preparation of the sklearn kernels: parameter defaults and validation,
 // operand transformations (normalisation, length scales), engine kernel choice. Kernel
 // definitions: csrc/metrics/kernels.h.
 #include <c10/core/DispatchKeySet.h>

@@ -1,5 +1,5 @@
 #pragma once
-// Kernel (similarity) definitions with sklearn's names, defaults and numbers (issue 3, part B):
+// Kernel (similarity) definitions with sklearn's names, defaults and numbers:
 //   inner-product family : linear (also cosine_similarity on normalised operands),
 //                          polynomial, sigmoid; matern, rational_quadratic and
 //                          exp_sine_squared as functions of d2 on (length-scaled) operands;
