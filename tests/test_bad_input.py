@@ -1077,7 +1077,7 @@ raises("torchpair::_prepare", "x-int", lambda: _ops._prepare(T.ones(1, 5, 3, dty
        TypeError, r"'x'")
 raises("torchpair::_prepare", "unknown-metric", lambda: _ops._prepare(_x()[None], None, "euclidian"), ValueError,
        r"'metric'")
-raises("torchpair::_prepare", "param-not-taken", lambda: _ops._prepare(_x()[None], None, "rbf", p=1.0), ValueError,
+raises("torchpair::_prepare", "param-not-taken", lambda: _ops._prepare(_x()[None], None, "rbf", p=1.0), TypeError,
        r"'p'")
 raises("torchpair::_prepare", "gamma-negative", lambda: _ops._prepare(_x()[None], None, "rbf", gamma=-1.0), ValueError,
        r"'gamma'")
@@ -1260,6 +1260,7 @@ for _api, _mk in (("LazySequences", lambda: tp.seq.lazy(_tok(5, 6), _tok(4, 6)))
     raises(f"{_api}.size", "dim-out-of-range", lambda mk=_mk: mk().size(2), ValueError, r"'dim'")
     raises(f"{_api}.size", "dim-str", lambda mk=_mk: mk().size("a"), TypeError, r"'dim'")
     raises(f"{_api}.to_dense", "unexpected-argument", lambda mk=_mk: mk().to_dense(1), TypeError, r"to_dense\(\)")
+    raises(f"{_api}.count", "not-streamed", lambda mk=_mk: mk().count(1.0), NotImplementedError, r"count")
     for _kind, _call, _cmp, _k in (("topk", lambda e: e.topk(2, largest=False), "select:-1:0:2", None),
                                    ("min", lambda e: e.min(-2), "select:-2:0:-", None),
                                    ("max", lambda e: e.max(-1), "select:-1:1:-", None),
@@ -1485,6 +1486,8 @@ _grp("ShardedPairwise.topk", "sorted-not-bool", lambda: tpd.lazy(_x(), _y()).top
      r"torchpair\.distributed\.topk: 'sorted'")
 _grp("ShardedPairwise.softmax_matmul", "not-streamed", lambda: tpd.lazy(_x(), _y()).softmax_matmul(T.randn(4, 2)),
      NotImplementedError, r"torchpair\.distributed\.softmax_matmul: ShardedPairwise does not")
+_grp("ShardedPairwise.count", "not-streamed", lambda: tpd.lazy(_x(), _y()).count(1.0), NotImplementedError,
+     r"torchpair\.distributed\.count: ShardedPairwise does not")
 _grp("ShardedPairwise.to_dense", "not-streamed", lambda: tpd.lazy(_x(), _y()).to_dense(), NotImplementedError,
      r"torchpair\.distributed\.to_dense")
 _grp("ShardedPairwise.size", "dim-out-of-range", lambda: tpd.lazy(_x(), _y()).size(2), ValueError, r"'dim'")

@@ -136,6 +136,9 @@ class PairwiseExpressionBase:
     def _check_tensor(self, what: str, name: str, value) -> None:
         if not isinstance(value, torch.Tensor):
             raise TypeError(f"{self._fn(what)}: {name!r} must be a torch.Tensor, got {type(value).__name__}")
+        if value.is_nested or value.layout != torch.strided:
+            got = "a nested tensor" if value.is_nested else f"layout {value.layout}"
+            raise TypeError(f"{self._fn(what)}: {name!r} must be a dense (strided) tensor, got {got}")
 
     # -- consumers --------------------------------------------------------------------------
     def matmul(self, V: torch.Tensor) -> torch.Tensor:

@@ -128,8 +128,8 @@ struct JensenShannonDirect {
   }
   template <class V> TP_HOST_DEVICE static void term(const V& x, const V& y, V* t, const Scalars&) {
     const V r = ratio(x, y);
-    t[0] = unless_marked(x, y, math::full_like(x, std::numeric_limits<double>::infinity()),
-                         (x + y) * 0.5 * (plogp(r) + plogp(math::full_like(r, 0.0) - r)));
+    t[0] = unless_marked(x, y, math::full_like(x, math::infinity()),
+                         V((x + y) * 0.5 * (plogp(r) + plogp(math::full_like(r, 0.0) - r))));
   }
   template <class V> TP_HOST_DEVICE static V finalize(const V* acc, const Scalars& s) {
     return math::sqrt(math::clamp_min(acc[0] * (0.5 * s[0]), 0.0));
@@ -236,7 +236,7 @@ struct CosineDirect {
                         math::select(math::is_zero(acc[2]), one_zero, same));
   }
   template <class V> TP_HOST_DEVICE static V finalize(const V* acc, const Scalars&) {
-    const V v = math::minimum(math::clamp_min(acc[0] * 0.5, 0.0), math::full_like(acc[0], 2.0));
+    const V v = math::minimum(math::clamp_min(V(acc[0] * 0.5), 0.0), math::full_like(acc[0], 2.0));
     return by_zero_rows(acc, v, math::full_like(v, 1.0));
   }
   template <class V> TP_HOST_DEVICE static void grad_context(const V* acc, const V&, V* ctx, const Scalars&) {
