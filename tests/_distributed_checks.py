@@ -176,6 +176,10 @@ def check_topk_columns_and_ties(rank, world):
         tag = f"topk dim=-2 layout {c.xs}/{c.ys} x_sharded={c.x_sharded} y_sharded={c.y_sharded}"
         close(got.values, c.rows(wv, c.y_sharded, c.ys).T, tag)
         equal(got.indices, c.rows(wi, c.y_sharded, c.ys).T, tag)
+        # sorted=False (torch.topk's argument): the same k entries in any order
+        unsorted = e.topk(k, dim=-2, sorted=False)
+        order = unsorted.values.detach().sort(dim=0, descending=True, stable=True).indices
+        close(unsorted.values.gather(0, order), c.rows(wv, c.y_sharded, c.ys).T, tag + " sorted=False")
         mn = e.min(dim=-2)
         ov, oi = oracle_min(Kt)
         close(mn.values, c.rows(ov, c.y_sharded, c.ys), tag + " min")
@@ -391,6 +395,7 @@ def check_bad_input(rank, world):
     v_bad = torch.randn(6 + (1 if rank == 0 else 0), 2, dtype=torch.float64)
     expect(lambda: e @ v_bad, (ValueError, RuntimeError), ["torchpair.distributed", "'V'" if rank == 0 else "rank"])
     expect(lambda: e.topk(6 * world + 1), ValueError, ["'k'"])
+    expect(lambda: e.topk(1, sorted=1), TypeError, ["torchpair.distributed.topk", "'sorted'"])
     expect(lambda: e.sum(dim=2), ValueError, ["'dim'"])
     expect(lambda: tpd.mmd(X, Y, "euclidean"), ValueError, ["'metric'"])
     expect(lambda: tpd.knn(X, Y, 2, "nope"), ValueError, ["'metric'"])

@@ -222,14 +222,14 @@ def _backward_args(case, nmask, dtype):
     first = out[0] if isinstance(out, tuple) else out
     grad = torch.randn(first.shape, dtype=dtype, generator=torch.Generator().manual_seed(2))
     detached = [a.detach() if isinstance(a, torch.Tensor) else a for a in args]
-    if name == "_row_reduce":  # (..., reduction, result, engine...)
-        detached = _insert(detached, 5, out)
+    if name == "_row_reduce":  # (..., reduction, result, engine..., dtype, scale, weight)
+        detached = list(_insert(detached, 5, out)) + [1.0, None]
     if name == "_softmax_matmul":  # (..., v, out, lse, engine...)
         detached = _insert(detached, 5, out[0], out[1])
     return (grad, *detached, [True] * nmask)
 
 
-_BACKWARD = {"_dense": 4, "_row_reduce": 4, "_matmul": 5, "_softmax_matmul": 5, "_paired": 4}
+_BACKWARD = {"_dense": 4, "_row_reduce": 5, "_matmul": 5, "_softmax_matmul": 5, "_paired": 4}
 for _case in list(OP_CASES):
     _name = _case.op.split("::")[1]
     if _name in _BACKWARD:

@@ -493,7 +493,8 @@ SPECS = [
     Spec("tp.pairwise", lambda X, Y, m, **p: tp.pairwise(X, Y, m, **p), d_),
     Spec("tp.cdist", lambda X, Y, m, **p: tp.cdist(X, Y, m, **p), d_),
     Spec("tp.pdist", lambda X, Y, m, **p: tp.pdist(X, m, **p), lambda X, Y: condensed(d_(X, X)), x_only=True),
-    Spec("tp.lazy", lambda X, Y, m, **p: tp.lazy(X, Y, m, **p).sum(None), lambda X, Y: k_(X, Y).sum((-2, -1)), **_K),
+    # no dim: every dimension, batch included (torch.Tensor.sum())
+    Spec("tp.lazy", lambda X, Y, m, **p: tp.lazy(X, Y, m, **p).sum(None), lambda X, Y: k_(X, Y).sum(), **_K),
     Spec("tp.pairwise_expression", lambda X, Y, m, **p: tp.pairwise_expression(X, Y, m, **p).sum(-2),
          lambda X, Y: k_(X, Y).sum(-2), **_K),
     Spec("tp.LazyPairwise", lambda X, Y, m, **p: tp.LazyPairwise(X, Y, m, p).sum(-1), lambda X, Y: k_(X, Y).sum(-1),
@@ -685,6 +686,15 @@ for _api, _mk in (("LazyPairwise", lambda: tp.lazy(_x(), _y())),
     raises(f"{_api}.sum", "dim-out-of-range", lambda mk=_mk: mk().sum(-3), ValueError, r"'dim' -3 is out of range")
     raises(f"{_api}.mean", "dim-float", lambda mk=_mk: mk().mean(1.0), TypeError, r"'dim'")
     raises(f"{_api}.logsumexp", "dim-bool", lambda mk=_mk: mk().logsumexp(True), TypeError, r"'dim'")
+    raises(f"{_api}.logsumexp", "log_weight-rows", lambda mk=_mk: mk().logsumexp(-1, log_weight=T.zeros(3)),
+           ValueError, r"'log_weight' has 3 entries")
+    raises(f"{_api}.logsumexp", "scale-nan", lambda mk=_mk: mk().logsumexp(-1, scale=float("nan")), ValueError,
+           r"'scale' must be finite")
+    raises(f"{_api}.count", "threshold-str", lambda mk=_mk: mk().count("1"), TypeError, r"'threshold'")
+    raises(f"{_api}.count", "threshold-none", lambda mk=_mk: mk().count(None), TypeError, r"'threshold'")
+    raises(f"{_api}.count", "dim-out-of-range", lambda mk=_mk: mk().count(1.0, dim=2), ValueError,
+           r"'dim' 2 is out of range")
+    raises(f"{_api}.count", "dim-float", lambda mk=_mk: mk().count(1.0, dim=1.0), TypeError, r"'dim'")
     raises(f"{_api}.min", "dim-out-of-range", lambda mk=_mk: mk().min(5), ValueError, r"'dim' 5 is out of range")
     raises(f"{_api}.max", "dim-str", lambda mk=_mk: mk().max("x"), TypeError, r"'dim'")
     raises(f"{_api}.argmin", "dim-none", lambda mk=_mk: mk().argmin(None), TypeError, r"'dim'")
@@ -794,7 +804,14 @@ gives("tp.emd2", "requires-grad on M: the duals and status carry no gradient",
 # ---- catalog / backend helpers --------------------------------------------------------------
 gives("tp.metrics", "no-arguments (a list of names, euclidean among them)", lambda: "euclidean" in tp.metrics(),
       lambda: True, compare="exact")
-raises("tp.metrics", "unexpected-argument", lambda: tp.metrics("distance"), TypeError, r"metrics\(\) takes 0 positional")
+raises("tp.metrics", "unexpected-argument", lambda: tp.metrics("distance", "kernel"), TypeError,
+       r"metrics\(\) takes from 0 to 1 positional")
+raises("tp.metrics", "unknown-family", lambda: tp.metrics("strings"), ValueError, r"unknown family 'strings'.*'family'")
+gives("tp.metrics", "family (the sequence metrics)", lambda: tp.metrics(family="sequence")[:2],
+      lambda: ["levenshtein", "osa"], compare="exact")
+raises("tp.metric_info", "unknown-family", lambda: tp.metric_info("hamming", family="bits"), ValueError, r"'family'")
+raises("tp.metric_info", "not-in-family", lambda: tp.metric_info("rbf", family="sequence"), ValueError,
+       r"unknown sequence metric 'rbf'")
 raises("tp.metric_info", "unknown-metric", lambda: tp.metric_info("euclidian"), ValueError, r"unknown metric 'euclidian'")
 raises("tp.metric_info", "name-not-str", lambda: tp.metric_info(None), TypeError, r"'name'")
 raises("tp.backend", "unknown-backend", lambda: tp.backend("cuda"), ValueError, r"unknown backend 'cuda'.*'name'")
@@ -940,8 +957,9 @@ def _bw(name, grad, extra=(), mask=4, kernel="euclidean_direct", scalars=()):
         out, lse = _ops._softmax_matmul(x, y, None, None, v, "rbf_direct", [G], False, False)
         head = (v, out, lse)
         kernel, scalars = "rbf_direct", (G,)
-    return getattr(_ops, name)(grad, x, y, None, None, *head, kernel, list(scalars), False, False, None,
-                               [True] * mask)
+    tail = (1.0, None) if name == "_row_reduce_backward" else ()
+    return getattr(_ops, name)(grad, x, y, None, None, *head, kernel, list(scalars), False, False, None, *tail,
+                               [True] * (5 if name == "_row_reduce_backward" else mask))
 
 
 raises("torchpair::_dense_backward", "grad-shape", lambda: _bw("_dense_backward", T.randn(1, 5, 5)), ValueError,
@@ -1003,7 +1021,7 @@ gives("torchpair::_matmul_backward", "non-contiguous v and grad (gradients of th
       _matmul_bw_oracle, compare="pair")
 gives("torchpair::_row_reduce_backward", "empty-rows", lambda: _ops._row_reduce_backward(
     T.randn(1, 0), T.randn(1, 0, 3), T.randn(1, 4, 3), None, None, "sum", T.randn(1, 0), "rbf_direct", [G], False,
-    False, None, [True, True, False, False])[:2], lambda: (torch.empty(1, 0, 3), torch.zeros(1, 4, 3)), compare="pair")
+    False, None, 1.0, None, [True, True, False, False, False])[:2], lambda: (torch.empty(1, 0, 3), torch.zeros(1, 4, 3)), compare="pair")
 gives("torchpair::_softmax_matmul_backward", "empty-rows", lambda: _softmax_bw_empty(),
       lambda: (torch.empty(1, 0, 3), torch.zeros(1, 4, 3), None, None, torch.zeros(1, 4, 2)), compare="pair")
 
@@ -1026,6 +1044,22 @@ gives("torchpair::_pdist_backward", "single-row (no pairs: zero gradient)", lamb
 gives("torchpair::_catalog", "no-arguments (JSON listing euclidean)", lambda: '"euclidean"' in _ops._catalog(),
       lambda: True, compare="exact")
 raises("torchpair::_catalog", "unexpected-argument", lambda: _ops._catalog("x"), RuntimeError, r"_catalog")
+# the prepared engine call (the KeOps backend translates engine kernels through it)
+gives("torchpair::_prepare", "rbf (kernel id and the default gamma = 1 / D)",
+      lambda: tuple(_ops._prepare(_x()[None], _y()[None], "rbf")[4:]), lambda: ("rbf_direct", [1 / 3]), compare="exact")
+gives("torchpair::_prepare", "y-none (the operands are x)", lambda: _ops._prepare(_x()[None], None, "sqeuclidean")[1].shape,
+      lambda: torch.Size([1, 5, 3]), compare="exact")
+raises("torchpair::_prepare", "x-2d", lambda: _ops._prepare(_x(), None, "rbf"), ValueError, r"'x'")
+raises("torchpair::_prepare", "batch-mismatch", lambda: _ops._prepare(_x()[None].expand(2, 5, 3), _y()[None], "rbf"),
+       ValueError, r"'x' and 'y'")
+raises("torchpair::_prepare", "x-int", lambda: _ops._prepare(T.ones(1, 5, 3, dtype=torch.int64), None, "rbf"),
+       TypeError, r"'x'")
+raises("torchpair::_prepare", "unknown-metric", lambda: _ops._prepare(_x()[None], None, "euclidian"), ValueError,
+       r"'metric'")
+raises("torchpair::_prepare", "param-not-taken", lambda: _ops._prepare(_x()[None], None, "rbf", p=1.0), ValueError,
+       r"'p'")
+raises("torchpair::_prepare", "gamma-negative", lambda: _ops._prepare(_x()[None], None, "rbf", gamma=-1.0), ValueError,
+       r"'gamma'")
 gives("torchpair::_build_info", "no-arguments (JSON)", lambda: _ops._build_info().startswith("{"), lambda: True,
       compare="exact")
 raises("torchpair::_build_info", "unexpected-argument", lambda: _ops._build_info(1), RuntimeError, r"_build_info")
@@ -1204,6 +1238,15 @@ for _api, _mk in (("LazySequences", lambda: tp.seq.lazy(_tok(5, 6), _tok(4, 6)))
           compare="exact")
     gives(f"{_api}.size", "dim-none-and-int", lambda mk=_mk: (mk().size(), mk().size(-2)),
           lambda: (torch.Size([5, 4]), 5), compare="exact")
+    # the consumers of the base class that sequence expressions do not stream: a clear error
+    for _name, _call in (("sum", lambda e: e.sum()), ("mean", lambda e: e.mean(-1)),
+                         ("logsumexp", lambda e: e.logsumexp(-2)), ("matmul", lambda e: e.matmul(T.ones(4))),
+                         ("__matmul__", lambda e: e @ T.ones(4, 2)),
+                         ("softmax_matmul", lambda e: e.softmax_matmul(T.ones(4, 2)))):
+        raises(f"{_api}.{_name}", "not-streamed", lambda mk=_mk, c=_call: c(mk()), NotImplementedError,
+               r"torchpair\.seq\.lazy\.(sum|mean|logsumexp|matmul|softmax_matmul): LazySequences does not")
+    gives(f"{_api}.dim", "no-arguments", lambda mk=_mk: mk().dim(), lambda: 2, compare="exact")
+    gives(f"{_api}.mT", "transposed-shape", lambda mk=_mk: mk().mT().shape, lambda: torch.Size([4, 5]), compare="exact")
 raises("torchpair::_seq_topk", "k-too-large", lambda: _ops._seq_topk(_tok(1, 6)[None], T.full((1, 1), 6), _tok(2, 6)[None],
                                                                     T.full((1, 2), 6), "osa", [], False, 3, False),
        ValueError, r"'k'")
@@ -1395,6 +1438,16 @@ _grp("ShardedPairwise.matmul", "v-not-tensor", lambda: tpd.lazy(_x(), _y()).matm
 _grp("ShardedPairwise.matmul", "v-wrong-rows", lambda: tpd.lazy(_x(), _y()).matmul(T.randn(5, 2)), ValueError, r"'V'|'v'")
 _grp("ShardedPairwise.min", "dim-out-of-range", lambda: tpd.lazy(_x(), _y()).min(3), ValueError, r"'dim'")
 _grp("ShardedPairwise.argmax", "dim-none", lambda: tpd.lazy(_x(), _y()).argmax(None), TypeError, r"'dim'")
+_grp("ShardedPairwise.topk", "sorted-not-bool", lambda: tpd.lazy(_x(), _y()).topk(1, sorted="no"), TypeError,
+     r"torchpair\.distributed\.topk: 'sorted'")
+_grp("ShardedPairwise.softmax_matmul", "not-streamed", lambda: tpd.lazy(_x(), _y()).softmax_matmul(T.randn(4, 2)),
+     NotImplementedError, r"torchpair\.distributed\.softmax_matmul: ShardedPairwise does not")
+_grp("ShardedPairwise.to_dense", "not-streamed", lambda: tpd.lazy(_x(), _y()).to_dense(), NotImplementedError,
+     r"torchpair\.distributed\.to_dense")
+_grp("ShardedPairwise.size", "dim-out-of-range", lambda: tpd.lazy(_x(), _y()).size(2), ValueError, r"'dim'")
+_grp("ShardedPairwise.dim", "no-arguments", lambda: tpd.lazy(_x(), _y()).dim(), oracle=lambda: 2, compare="exact")
+_grp("ShardedPairwise.mT", "transposed-shape", lambda: tpd.lazy(_x(), _y()).mT().shape,
+     oracle=lambda: torch.Size([4, 5]), compare="exact")
 _grp("tp.distributed.ShardedPairwise", "params-not-dict", lambda: ShardedPairwise(_x(), _y(), "rbf", None, False, True,
                                                                                   None), TypeError, r"'params'")
 gives("tp.distributed.communication_stats", "no-arguments (a dict of counters)",

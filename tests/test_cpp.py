@@ -75,12 +75,22 @@ def references() -> dict[str, torch.Tensor]:
         ("softmax_matmul_cols", torch.softmax(K, -2).T @ W, L.softmax_matmul(W, dim=-2)),
         ("t_matmul", K.T @ W, L.T.matmul(W)),
         ("t_dense", K.T, L.T.to_dense()),
+        ("count_rows", (K <= 0.3).sum(-1), L.count(0.3)),
+        ("count_cols", (K <= 0.3).sum(-2), L.count(0.3, dim=-2)),
+        ("lse_weighted", torch.logsumexp(-2.5 * K + V[:, 0], -1), L.logsumexp(-1, scale=-2.5, log_weight=V[:, 0])),
         # parameters, aliases, batches, Y = X
         ("rbf_default_gamma", _rbf(X, Y, 1 / 4), tp.pairwise(X, Y, "rbf")),
         ("rbf_default_gamma_sum", _rbf(X, Y, 1 / 4).sum(-1), tp.lazy(X, Y, "rbf").sum(-1)),
         ("l2_alias", _sqdist(X, Y).sqrt(), tp.pairwise(X, Y, "l2")),
         ("batched", _sqdist(Xb, Yb), tp.pairwise(Xb, Yb, "sqeuclidean")),
         ("batched_min", _sqdist(Xb, Yb).min(-1).values, tp.lazy(Xb, Yb, "sqeuclidean").min(-1).values),
+        # no dim: every dimension, batch included (torch.Tensor.sum()), lazy and materialized
+        ("batched_sum_all", _sqdist(Xb, Yb).sum(), tp.lazy(Xb, Yb, "sqeuclidean").sum()),
+        ("batched_mean_all", _sqdist(Xb, Yb).mean(), tp.lazy(Xb, Yb, "sqeuclidean").mean()),
+        ("batched_logsumexp_all", torch.logsumexp(_sqdist(Xb, Yb).reshape(-1), 0),
+         tp.lazy(Xb, Yb, "sqeuclidean").logsumexp()),
+        ("batched_dense_sum_all", _sqdist(Xb, Yb).sum(),
+         tp.pairwise_expression(Xb, Yb, "sqeuclidean", lazy=False).sum()),
         ("self_euclidean", _sqdist(X, X).sqrt(), tp.pairwise(X, None, "euclidean")),
         ("self_euclidean_sum", _sqdist(X, X).sqrt().sum(-1), tp.lazy(X, None, "euclidean").sum(-1)),
     ]:

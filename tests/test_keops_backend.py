@@ -56,12 +56,15 @@ VARIANTS = {
     "minkowski_p1.5": ("minkowski", {"p": 1.5}),
     "minkowski_pinf": ("minkowski", {"p": float("inf")}),
     "polynomial_deg2.5": ("polynomial", {"degree": 2.5, "gamma": 0.1, "coef0": 2.0}),
+    # prepared engine calls (torchpair::_prepare): minkowski with weights runs the p-kernels on
+    # scaled operands, seuclidean above 16 features the GEMM kernel with side features
+    "minkowski_w": ("minkowski", {"p": 3.0, "w": (0.5, 1.0, 2.0)}),
 }
 #: case id -> (metric, params)
 CASES = {m: (m, PARAMS.get(m, {})) for m in PRESENT}
 CASES.update({k: v for k, v in VARIANTS.items() if v[0] in PRESENT})
 MATRIX_METRICS = list(CASES) if FULL else [m for m in ("rbf", "euclidean") if m in PRESENT]
-POSITIVE = ("chi2", "additive_chi2")
+POSITIVE = ("chi2", "additive_chi2", "hellinger")
 
 N, M, D, C = 7, 6, 3, 2
 
@@ -326,6 +329,8 @@ def test_metric_info_keops_field():
 # ---------------------------------------------------------------------------------------
 def _untranslatable(monkeypatch, metric="sqeuclidean"):
     monkeypatch.delitem(_keops.TRANSLATIONS, metric)
+    monkeypatch.setattr(_keops, "KERNEL_TRANSLATIONS", {})  # nor through its prepared engine call
+    monkeypatch.setattr(_keops, "_PREPARED_SUPPORT", {})
     monkeypatch.setattr(_keops, "_warned", set())
 
 
@@ -508,7 +513,8 @@ def _oracles():
     }
 
 
-_ORACLE_CASES = list(KEOPS_METRICS) + list(VARIANTS)
+_ORACLE_CASES = list(_keops.TRANSLATIONS) + [v for v in VARIANTS if VARIANTS[v][0] in _keops.TRANSLATIONS
+                                             and v != "minkowski_w"]
 
 
 @pytest.mark.parametrize("case", _ORACLE_CASES if FULL else ["rbf"])
@@ -526,3 +532,48 @@ def test_translation_matches_scipy_sklearn(case):
     dense = (K * LazyTensor(torch.eye(M, dtype=torch.float64)[None, :, :])).sum(1)
     expected = torch.from_numpy(oracle(X.numpy(), Y.numpy()))
     torch.testing.assert_close(dense, expected, rtol=1e-9, atol=1e-12)
+
+
+# ---------------------------------------------------------------------------------------
+# Metrics without a metric-level formula: their prepared engine call (torchpair::_prepare)
+# ---------------------------------------------------------------------------------------
+@pytest.mark.parametrize("metric,d", [("mahalanobis", 3), ("seuclidean", 20)])
+def test_prepared_engine_kernels_match_scipy(metric, d, sweeps):
+    """mahalanobis (euclidean_gemm on x VI and y with side features) and seuclidean above 16
+    features (euclidean_gemm on scaled operands) run on KeOps, against scipy's cdist; the
+    gradient w.r.t. X and the tensor parameter matches the native engine's."""
+    import numpy as np
+    from scipy.spatial import distance as ssd
+
+    g = torch.Generator().manual_seed(4)
+    X = torch.randn(N, d, generator=g, dtype=torch.float64)
+    Y = torch.randn(M, d, generator=g, dtype=torch.float64)
+    if metric == "mahalanobis":
+        cov = np.cov(np.vstack([X.numpy(), Y.numpy()]).T)
+        param = {"VI": torch.from_numpy(np.linalg.inv(cov))}
+        oracle = ssd.cdist(X.numpy(), Y.numpy(), "mahalanobis", VI=param["VI"].numpy())
+    else:
+        param = {"V": torch.rand(d, generator=g, dtype=torch.float64) + 0.5}
+        oracle = ssd.cdist(X.numpy(), Y.numpy(), "seuclidean", V=param["V"].numpy())
+    name = next(iter(param))
+    eye = torch.eye(M, dtype=torch.float64)
+    with tp.backend("keops", strict=True):
+        dense = tp.lazy(X, Y, metric, **param) @ eye
+    assert sweeps["n"] == 1, "the keops backend did not run"
+    torch.testing.assert_close(dense, torch.from_numpy(oracle), rtol=1e-9, atol=1e-10)
+
+    V = torch.randn(M, C, generator=g, dtype=torch.float64)
+    grads = {}
+    for backend in ("native", "keops"):
+        x, p = X.clone().requires_grad_(True), param[name].clone().requires_grad_(True)
+        with tp.backend(backend):
+            out = tp.lazy(x, Y, metric, **{name: p}) @ V
+        grads[backend] = torch.autograd.grad(out.square().sum(), (x, p))
+    for a, b in zip(grads["keops"], grads["native"]):
+        torch.testing.assert_close(a, b, rtol=1e-8, atol=1e-9)
+
+
+def test_prepared_kernel_support_is_listed():
+    assert {"mahalanobis", "seuclidean", "hellinger"} <= set(KEOPS_METRICS)
+    assert tp.metric_info("mahalanobis")["keops"] is True
+    assert tp.metric_info("braycurtis")["keops"] is False  # braycurtis_direct has no KeOps formula

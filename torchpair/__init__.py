@@ -24,6 +24,7 @@ from ._catalog import metric_info, metrics  # noqa: E402
 from .functional import cdist, pairwise  # noqa: E402
 from .functional import pdist  # noqa: E402
 from .lazy import DensePairwise, LazyPairwise, lazy, pairwise_expression  # noqa: E402
+from . import _keops  # noqa: E402,F401  (registers the "keops" backend; pykeops is imported on use)
 from .sets import chamfer, energy_distance, hausdorff, knn, mmd  # noqa: E402
 from . import sequences as seq  # noqa: E402  (token sequences: edit distances)
 from .sequences import encode  # noqa: E402

@@ -14,7 +14,6 @@ docs/backends.md for when a call still runs natively.
 from __future__ import annotations
 
 import dataclasses
-import functools
 import math
 import warnings
 from typing import Callable, Optional
@@ -23,6 +22,7 @@ import torch
 
 from . import _catalog
 from . import backends as _backends
+from .lazy import LazyPairwise
 
 
 class KeOpsFallbackWarning(UserWarning):
@@ -41,6 +41,8 @@ class Formula:
     consts: tuple = ()
     #: torch preprocessing applied to X and to Y before KeOps (differentiable), or None
     pre: Optional[Callable[[torch.Tensor], torch.Tensor]] = None
+    #: fn takes the prepared side features too: fn(x, y, c, a, b) (engine-kernel translations)
+    sides: bool = False
 
 
 def _sqdist(x, y):
@@ -118,6 +120,12 @@ def _center_normalize(t: torch.Tensor) -> torch.Tensor:
     return _normalize_rows(t - t.mean(-1, keepdim=True))
 
 
+def _param(params, metric: str, name: str) -> float:
+    """A scalar parameter: the call's value, else the catalog's default."""
+    value = params.get(name)
+    return float(_catalog.info(metric).default(name) if value is None else value)
+
+
 def _gamma(params, d, default=None):
     g = params.get("gamma")
     if g is None:
@@ -146,9 +154,9 @@ def _t_chebyshev(params, d):
 
 
 def _t_minkowski(params, d):
-    if params.get("w") is not None:
+    if params.get("w") is not None:  # the prepared engine call: p-kernels on w^(1/p)-scaled rows
         return "minkowski with weights 'w' has no KeOps translation"
-    p = float(params.get("p", 2.0))
+    p = _param(params, "minkowski", "p")
     if math.isinf(p):
         return _t_chebyshev(params, d)
     if p == 1:
@@ -177,8 +185,8 @@ def _t_linear(params, d):
 
 
 def _t_polynomial(params, d):
-    degree = float(params.get("degree", 3.0))
-    consts = (_gamma(params, d), float(params.get("coef0", 1.0)))
+    degree = _param(params, "polynomial", "degree")
+    consts = (_gamma(params, d), _param(params, "polynomial", "coef0"))
     if _int_power(degree) is not None:
         return Formula(lambda x, y, c: _ipow(c[0] * _dot(x, y) + c[1], _int_power(degree)), consts)
     # a fractional power of a negative base is NaN, as numpy's float power
@@ -186,7 +194,7 @@ def _t_polynomial(params, d):
 
 
 def _t_sigmoid(params, d):
-    consts = (_gamma(params, d), float(params.get("coef0", 1.0)))
+    consts = (_gamma(params, d), _param(params, "sigmoid", "coef0"))
     return Formula(lambda x, y, c: _tanh(c[0] * _dot(x, y) + c[1]), consts)
 
 
@@ -205,17 +213,17 @@ def _chi2_sum(x, y):
 
 
 def _t_chi2(params, d):
-    return Formula(lambda x, y, c: (-c[0] * _chi2_sum(x, y)).exp(), (_gamma(params, d, default=1.0),))
+    return Formula(lambda x, y, c: (-c[0] * _chi2_sum(x, y)).exp(), (_gamma(params, d, default=_param({}, "chi2", "gamma")),))
 
 
 def _t_additive_chi2(params, d):
     return Formula(lambda x, y, c: -_chi2_sum(x, y))
 
 
-def _scale_by(params):
+def _scale_by(params, metric):
     ls = params.get("length_scales")
     if ls is None:
-        ls = float(params.get("length_scale", 1.0))
+        ls = _param(params, metric, "length_scale")
     return (lambda t: t / ls.to(t.dtype)) if isinstance(ls, torch.Tensor) else (lambda t: t / ls)
 
 
@@ -223,8 +231,8 @@ _SQRT3, _SQRT5 = math.sqrt(3.0), math.sqrt(5.0)
 
 
 def _t_matern(params, d):
-    nu = float(params.get("nu", 1.5))
-    pre = _scale_by(params)
+    nu = _param(params, "matern", "nu")
+    pre = _scale_by(params, "matern")
     if nu == 0.5:
         return Formula(lambda x, y, c: (-_sqrt0(_sqdist(x, y))).exp(), pre=pre)
     if nu == 1.5:
@@ -244,8 +252,8 @@ def _t_matern(params, d):
 
 
 def _t_rational_quadratic(params, d):
-    alpha = float(params.get("alpha", 1.0))
-    pre = _scale_by(params)
+    alpha = _param(params, "rational_quadratic", "alpha")
+    pre = _scale_by(params, "rational_quadratic")
     # (1 + d^2 / (2 alpha))^(-alpha) on rows scaled by the length scale; base >= 1
     return Formula(lambda x, y, c: _powf(1 + c[0] * _sqdist(x, y), -alpha), (1.0 / (2.0 * alpha),), pre=pre)
 
@@ -273,26 +281,85 @@ TRANSLATIONS: dict[str, Callable] = {
     "rational_quadratic": _t_rational_quadratic,
 }
 
+# ---------------------------------------------------------------------------------------
+# Engine kernels: metrics without a metric-level translation run their *prepared* engine
+# call (torchpair::_prepare, the catalog's preparation: operands, side features a/b, kernel
+# id, resolved scalars) when KeOps can express the kernel. mahalanobis is euclidean_gemm on
+# x VI and y with the side features x VI x^T, y VI y^T; seuclidean and hellinger are the
+# euclidean kernels on scaled operands; minkowski with weights w the p-kernels on scaled ones.
+# ---------------------------------------------------------------------------------------
+def _gemm_d2(x, y, a, b):
+    # the GEMM form of the distance-based inner-product kernels: max(a + b - 2 x.y, 0)
+    return (a + b - 2 * _dot(x, y)).relu()
+
+
+def _k_minkowski(scalars):
+    p = float(scalars[0])
+
+    def fn(x, y, c):
+        s = _pow((x - y).abs(), p).sum(-1)
+        return (-s).ifelse(0 * s, _powf(s, 1.0 / p))
+
+    return Formula(fn)
+
+
+#: engine kernel id -> translate(scalars) -> Formula (fn(x, y, c) on the prepared operands, or
+#: fn(x, y, c, a, b) with sides=True for the GEMM kernels, whose side features the prepare
+#: step computed)
+KERNEL_TRANSLATIONS: dict[str, Callable] = {
+    "euclidean_direct": lambda s: Formula(lambda x, y, c: _sqrt0(_sqdist(x, y))),
+    "euclidean_gemm": lambda s: Formula(lambda x, y, c, a, b: _sqrt0(_gemm_d2(x, y, a, b)), sides=True),
+    "sqeuclidean_direct": lambda s: Formula(lambda x, y, c: _sqdist(x, y)),
+    "sqeuclidean_gemm": lambda s: Formula(lambda x, y, c, a, b: _gemm_d2(x, y, a, b), sides=True),
+    "cityblock_direct": lambda s: Formula(lambda x, y, c: _l1(x, y)),
+    "chebyshev_direct": lambda s: Formula(lambda x, y, c: (x - y).abs().max(-1)),
+    "minkowski_direct": _k_minkowski,
+}
+
+
 #: metrics whose inputs must be non-negative (checked here as the native operator does)
 _NON_NEGATIVE = ("chi2", "additive_chi2")
 
 
+def _prepared(X, Y, metric, params):
+    """(x', y', a, b, kernel, scalars) of torchpair::_prepare on [B, n, d] operands."""
+    return torch.ops.torchpair._prepare(X, Y, metric, **params)
+
+
+_PREPARED_SUPPORT: dict = {}
+
+
+def _prepared_support(name: str) -> bool:
+    """Whether a metric without a metric-level translation prepares into translatable kernels
+    (probed once per metric with its default parameters, on both engines: 2 and 17 features)."""
+    if name not in _PREPARED_SUPPORT:
+        ok = not _catalog.info(name).is_boolean and not _catalog.info(name).is_sequence
+        g = torch.Generator().manual_seed(0)
+        for d in (2, 17):
+            if not ok:
+                break
+            x = torch.rand(1, 5, d, generator=g, dtype=torch.float64) + 0.1
+            try:
+                kernel = _prepared(x, x + 0.05, name, {})[4]
+            except (ValueError, TypeError, RuntimeError):
+                ok = False
+                break
+            ok = kernel in KERNEL_TRANSLATIONS
+        _PREPARED_SUPPORT[name] = ok
+    return _PREPARED_SUPPORT[name]
+
+
 def keops_metrics() -> list[str]:
-    """Canonical names of the metrics with a KeOps translation (present in the catalog or not)."""
-    return list(TRANSLATIONS)
+    """Canonical names of the metrics the KeOps backend runs: a metric-level translation
+    (:data:`TRANSLATIONS`, present in the catalog or not), or a preparation into engine kernels
+    it translates (:data:`KERNEL_TRANSLATIONS`)."""
+    names = list(TRANSLATIONS)
+    return names + [m for m in _catalog.metrics() if m not in TRANSLATIONS and _prepared_support(m)]
 
 
 # ---------------------------------------------------------------------------------------
 # When to use KeOps
 # ---------------------------------------------------------------------------------------
-def requested() -> bool:
-    """True inside tp.backend("keops") in eager mode. Compiling/exporting is checked first,
-    so dynamo never traces the thread-local state."""
-    if torch.compiler.is_compiling():
-        return False
-    return _backends.get_backend() == "keops"
-
-
 def _tracing(tensors) -> bool:
     is_exporting = getattr(torch.compiler, "is_exporting", None)
     if is_exporting is not None and is_exporting():
@@ -320,9 +387,8 @@ def _decline(reason: str, strict: bool):
     return None
 
 
-@functools.lru_cache(maxsize=None)
 def _canonical(metric: str) -> str:
-    return _catalog.metric_info(metric)["name"]
+    return _catalog.info(metric).name
 
 
 def _meta(t):
@@ -338,22 +404,25 @@ class _Plan:
     formula: Formula
     X: torch.Tensor
     Y: torch.Tensor  # X itself for Y=None
+    a: Optional[torch.Tensor] = None  # side features of X's rows [..., n, 1] (engine-kernel plans)
+    b: Optional[torch.Tensor] = None  # of Y's rows [..., m, 1]
 
 
 def _plan(X, Y, metric, params, others=(), selection=False) -> Optional[_Plan]:
     """The KeOps plan of one call, or None to run natively. Arguments are already validated
     (by the native operator on meta tensors)."""
-    _, strict = _backends._current()
+    _, strict = _backends.current()
     tensors = (X, Y, *others, *(v for v in params.values() if isinstance(v, torch.Tensor)))
     if _tracing(tensors):
         return None
     name = _canonical(metric)
     entry = TRANSLATIONS.get(name)
-    if entry is None:
+    if entry is None and not _prepared_support(name):
         return _decline(f"metric {name!r} (argument 'metric') has no KeOps translation", strict)
-    formula = entry(params, X.shape[-1])
-    if isinstance(formula, str):
-        return _decline(formula, strict)
+    formula = entry(params, X.shape[-1]) if entry is not None else None
+    reason = None
+    if isinstance(formula, str):  # no metric-level formula for these parameters: try the prepared call
+        reason, formula = formula, None
     if X.dtype not in (torch.float32, torch.float64):
         return _decline(f"dtype {X.dtype} (argument 'X') is not run by the KeOps backend (float32/float64 only)",
                         strict)
@@ -378,7 +447,31 @@ def _plan(X, Y, metric, params, others=(), selection=False) -> Optional[_Plan]:
             torch.ops.torchpair.pairwise(X.detach()[..., :1, :], Yv.detach()[..., :1, :], metric,
                                          **{k: (v.detach() if isinstance(v, torch.Tensor) else v)
                                             for k, v in params.items()})
-    return _Plan(formula, X, Yv)
+    if formula is not None:
+        return _Plan(formula, X, Yv)
+    return _kernel_plan(X, Y, name, params, others, strict, reason)
+
+
+def _kernel_plan(X, Y, name, params, others, strict, reason=None) -> Optional[_Plan]:
+    """The plan of a metric through its prepared engine call (operands broadcast to the
+    call's batch, flattened for torchpair::_prepare, and given the batch back)."""
+    batch = _batch(X, Y, *(t if t.dim() >= 2 else t[:, None] for t in others if t is not None))
+    n, m = X.shape[-2], (X if Y is None else Y).shape[-2]
+    xf = _flat(X, batch, n)
+    yf = None if Y is None else _flat(Y, batch, m)
+    x2, y2, a, b, kernel, scalars = _prepared(xf, yf, name, params)
+    entry = KERNEL_TRANSLATIONS.get(kernel)
+    if entry is None:
+        return _decline(reason or f"metric {name!r} (argument 'metric') prepares engine kernel {kernel!r}, which has "
+                        "no KeOps translation", strict)
+    formula = entry(scalars)
+    if isinstance(formula, str):
+        return _decline(formula, strict)
+
+    def unflat(t, rows):
+        return None if t is None else t.reshape(*batch, rows, -1)
+
+    return _Plan(formula, unflat(x2, n), unflat(y2, m), unflat(a, n), unflat(b, m))
 
 
 # ---------------------------------------------------------------------------------------
@@ -412,16 +505,28 @@ class _Sweep:
         self.B = self.rows.shape[0]
         self.dtype, self.device = self.rows.dtype, self.rows.device
         self.formula, self.over = f, over
+        # side features (engine-kernel plans): [B, rows, 1]
+        if f.sides:
+            ra, cb = (plan.a, plan.b) if over == "y" else (plan.b, plan.a)
+            self.row_side, self.col_side = _flat(ra, batch, self.n), _flat(cb, batch, self.m)
+        else:
+            self.row_side = self.col_side = None
         ri = LT(self.rows[:, :, None, :])
         cj = LT(self.cols[:, None, :, :])
-        self.K = self.apply(ri, cj)
+        rs = None if self.row_side is None else LT(self.row_side[:, :, None, :])
+        cs = None if self.col_side is None else LT(self.col_side[:, None, :, :])
+        self.K = self.apply(ri, cj, rs, cs)
         self.V = None if V is None else LT(_flat(V, batch, self.m)[:, None, :, :])
 
     def const(self, value: float):
         return _LazyTensor()(torch.full((self.B, 1, 1, 1), float(value), dtype=self.dtype, device=self.device))
 
-    def apply(self, r, c):
+    def apply(self, r, c, rs=None, cs=None):
+        """K of rows r and columns c (rs, cs: their side features), in X, Y order."""
         consts = [self.const(v) for v in self.formula.consts]
+        if self.formula.sides:
+            return (self.formula.fn(r, c, consts, rs, cs) if self.over == "y"
+                    else self.formula.fn(c, r, consts, cs, rs))
         return self.formula.fn(r, c, consts) if self.over == "y" else self.formula.fn(c, r, consts)
 
     def paired(self, idx: torch.Tensor) -> torch.Tensor:
@@ -431,9 +536,13 @@ class _Sweep:
         d = self.rows.shape[-1]
         r = self.rows[:, :, None, :].expand(B, n, k, d).reshape(B, n * k, 1, d)
         c = torch.gather(self.cols, 1, idx.reshape(B, n * k, 1).expand(B, n * k, d)).reshape(B, n * k, 1, d)
+        rs = cs = None
+        if self.row_side is not None:
+            rs = LT(self.row_side[:, :, None, :].expand(B, n, k, 1).reshape(B, n * k, 1, 1))
+            cs = LT(torch.gather(self.col_side, 1, idx.reshape(B, n * k, 1)).reshape(B, n * k, 1, 1))
         one = LT(torch.ones((B, 1, 1, 1), dtype=self.dtype, device=self.device))
         # a one-column reduction evaluates the formula on the matched rows (both KeOps "i")
-        return (self.apply(LT(r), LT(c)) * one).sum(2).reshape(B, n, k)
+        return (self.apply(LT(r), LT(c), rs, cs) * one).sum(2).reshape(B, n, k)
 
 
 def _over(dim: int, transposed: bool) -> str:
@@ -446,7 +555,7 @@ def _batch(*tensors):
 
 
 # ---------------------------------------------------------------------------------------
-# Consumers (called by torchpair/lazy.py and torchpair/sets.py; None means "run natively")
+# Consumers (reached through torchpair.backends.dispatch; None means "run natively")
 # ---------------------------------------------------------------------------------------
 def matmul(e, V):
     out = torch.ops.torchpair.lazy_matmul(_meta(e.X), _meta(e.Y), _meta(V), e.metric, e.transposed,
@@ -508,8 +617,6 @@ def softmax_matmul(e, V, dim):
 
 # ---- set-level functions: the native compositions (csrc/ops/sets.cpp) on KeOps consumers --
 def _lazy(X, Y, metric, params):
-    from .lazy import LazyPairwise
-
     return LazyPairwise(X, Y, metric, params)
 
 
@@ -529,7 +636,7 @@ def knn(X, Y, k, metric, params):
     if k == 0:
         return None
     e = _lazy(X, Y, metric, params)
-    largest = _catalog.metric_info(metric)["kind"] == "similarity"
+    largest = _catalog.info(metric).is_similarity
     return topk(e, k, -1, largest, "largest")
 
 
@@ -587,3 +694,36 @@ def energy_distance(X, Y, metric, params):
           reduce(_lazy(Y, None, metric, params), "mean", None))
     positive = e2 > 0
     return torch.where(positive, torch.sqrt(torch.where(positive, e2, torch.ones_like(e2))), torch.zeros_like(e2))
+
+
+# ---------------------------------------------------------------------------------------
+# Registration (torchpair/backends.py calls these through its one dispatch point)
+# ---------------------------------------------------------------------------------------
+def _require_pykeops():
+    try:
+        import pykeops.torch  # noqa: F401
+    except ImportError as exc:
+        raise ImportError(
+            "torchpair.backend('keops') needs the optional dependency pykeops, which could not be imported "
+            f"({exc}); install it with: pip install torchpair[keops]"
+        ) from exc
+
+
+class _KeOpsBackend:
+    matmul = staticmethod(matmul)
+    reduce = staticmethod(reduce)
+    topk = staticmethod(topk)
+    softmax_matmul = staticmethod(softmax_matmul)
+    knn = staticmethod(knn)
+    hausdorff = staticmethod(hausdorff)
+    chamfer = staticmethod(chamfer)
+    mmd = staticmethod(mmd)
+    energy_distance = staticmethod(energy_distance)
+    metrics = staticmethod(keops_metrics)
+
+    @staticmethod
+    def supports(metric: str) -> bool:
+        return metric in TRANSLATIONS or (metric in _catalog.metrics() and _prepared_support(metric))
+
+
+_backends.register_backend("keops", _KeOpsBackend(), on_enter=_require_pykeops)

@@ -86,15 +86,18 @@ def _matmul_backward_fake(grad, x, y, a, b, v, kernel, scalars, symmetric, trans
 
 
 @register_fake("torchpair::_row_reduce")
-def _row_reduce_fake(x, y, a, b, reduction, kernel, scalars, symmetric, transpose, dtype=None):
+def _row_reduce_fake(x, y, a, b, reduction, kernel, scalars, symmetric, transpose, dtype=None, scale=1.0,
+                     weight=None, threshold=0.0):
     rows, _ = _rows_cols(x, y, transpose)
-    return x.new_empty((x.shape[0], rows), dtype=_value_dtype(x, dtype))
+    out_dtype = torch.int64 if reduction == "count" else _value_dtype(x, dtype)
+    return x.new_empty((x.shape[0], rows), dtype=out_dtype)
 
 
 @register_fake("torchpair::_row_reduce_backward")
 def _row_reduce_backward_fake(grad, x, y, a, b, reduction, result, kernel, scalars, symmetric, transpose, dtype,
-                              output_mask):
-    return _grads(x, y, a, b, dtype)
+                              scale, weight, output_mask):
+    dw = torch.empty_like(weight) if weight is not None else x.new_empty((0,), dtype=_value_dtype(x, dtype))
+    return (*_grads(x, y, a, b, dtype), dw)
 
 
 @register_fake("torchpair::_topk")

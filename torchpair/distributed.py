@@ -46,8 +46,8 @@ from __future__ import annotations
 import torch
 import torch.distributed as dist
 
-from . import _params
-from ._catalog import metric_info
+from . import _catalog, _params
+from ._expression import PairwiseExpressionBase
 from .lazy import LazyPairwise
 
 __all__ = [
@@ -239,10 +239,15 @@ def _connect(out: torch.Tensor, inputs) -> torch.Tensor:
 
 
 # -- the expression ---------------------------------------------------------------------------
-class ShardedPairwise:
+class ShardedPairwise(PairwiseExpressionBase):
     """``K = metric(cat(X shards), cat(Y shards))`` with rows of X and/or Y sharded across
     the ranks of ``group``; built by :func:`lazy`. Consumers merge the per-rank streamed
-    results (see the module docstring for the result layout and gradient convention)."""
+    results (see the module docstring for the result layout and gradient convention). The
+    consumers and their argument checks are those of every expression
+    (``torchpair._expression.PairwiseExpressionBase``)."""
+
+    _api = "distributed."
+    _consumers = frozenset({"reduce", "topk", "matmul"})
 
     def __init__(self, X, Y, metric, params, x_sharded, y_sharded, group, transposed=False, _sizes=None):
         op = "distributed.lazy"
@@ -318,8 +323,23 @@ class ShardedPairwise:
         return (f"ShardedPairwise(shape={tuple(self.shape)}, metric={self.metric!r}, x_sharded={self.x_sharded}, "
                 f"y_sharded={self.y_sharded}, world_size={self.world_size}{', transposed' if self.transposed else ''})")
 
-    def __matmul__(self, V):
-        return self.matmul(V)
+    @property
+    def dtype(self) -> torch.dtype:
+        return _catalog.info(self.metric).output_dtype(self.X.dtype, self.Y.dtype)
+
+    @property
+    def device(self) -> torch.device:
+        return self.X.device
+
+    def to_dense(self) -> torch.Tensor:
+        raise self._unsupported("to_dense")
+
+    def _consume(self, consumer: str, *args):
+        if consumer == "reduce":
+            return self._reduce(*args)
+        if consumer == "topk":
+            return self._select(*args)
+        return self._matmul(*args)  # "matmul"
 
     # -- plumbing -------------------------------------------------------------------------
     def _operand(self, name):
@@ -385,16 +405,6 @@ class ShardedPairwise:
             return _SumReplicated.apply(partial, self.group)
         return _sum_scatter_rows(partial, kept_sizes, self.group)
 
-    def _check_dim(self, dim, what, allow_none=False):
-        if dim is None and allow_none:
-            return None
-        if not isinstance(dim, int) or isinstance(dim, bool):
-            raise TypeError(f"torchpair.distributed.{what}: 'dim' must be -1 or -2{' or None' if allow_none else ''}, "
-                            f"got {type(dim).__name__}")
-        if dim not in (-1, -2, 0, 1):
-            raise ValueError(f"torchpair.distributed.{what}: 'dim' must be -1 or -2 (or 1, 0), got {dim}")
-        return dim - 2 if dim >= 0 else dim
-
     # -- sums -----------------------------------------------------------------------------
     def _full_reduce_operands(self):
         """Operands for a reduction over both axes: if both are sharded the smaller is gathered."""
@@ -406,10 +416,16 @@ class ShardedPairwise:
                 "Y": self.Y if self.y_sharded else self._enter(self.Y)}
 
     def _reduce(self, reduction, dim):
+        """The "reduce" core consumer, merged across ranks (dim None: both axes)."""
+        if reduction == "mean":  # the global sum divided by the global count (NaN over an empty set)
+            n, m = self.shape
+            count = n * m if dim is None else (m if dim == -1 else n)
+            total = self._reduce("sum", dim)
+            return total / count if count else total * float("nan")
         if dim is None:
             ops = self._full_reduce_operands()
             local = self._local(ops)
-            partial = _connect(local._reduce(reduction, None), self._used(ops, local))
+            partial = _connect(local._consume("reduce", reduction, None), self._used(ops, local))
             if not self.distributed:
                 return partial
             if reduction == "sum":
@@ -418,36 +434,22 @@ class ShardedPairwise:
         reduced, _ = self._axes(dim)
         mode, ops, kept_sizes = self._plan(reduced)
         local = self._local(ops)
-        partial = _connect(local._reduce(reduction, dim), self._used(ops, local))
+        partial = _connect(local._consume("reduce", reduction, dim), self._used(ops, local))
         if reduction == "sum":
             return self._merge_sum(partial, mode, kept_sizes)
         if mode == "local":
             return partial
         return _merge_logsumexp(partial, mode, kept_sizes, self.group)
 
-    def sum(self, dim: int | None = None) -> torch.Tensor:
-        """Sum over ``dim`` (-1: per row, -2: per column, None: all), merged across ranks."""
-        return self._reduce("sum", self._check_dim(dim, "sum", allow_none=True))
-
-    def mean(self, dim: int | None = None) -> torch.Tensor:
-        """Mean over ``dim`` (the global sum divided by the global count; NaN over an empty set)."""
-        d = self._check_dim(dim, "mean", allow_none=True)
-        n, m = self.shape
-        count = n * m if d is None else (m if d == -1 else n)
-        return self._reduce("sum", d) / count if count else self._reduce("sum", d) * float("nan")
-
-    def logsumexp(self, dim: int | None = None) -> torch.Tensor:
-        """``log(sum(exp(K)))`` over ``dim``: each rank's streamed logsumexp, merged stably
-        (all-reduce of the max, then of the sum of exp(partial - max)). -inf over an empty set."""
-        return self._reduce("logsumexp", self._check_dim(dim, "logsumexp", allow_none=True))
-
     def matmul(self, V: torch.Tensor) -> torch.Tensor:
         """``K @ V``: V's rows go with K's columns, so V is sharded exactly when the column
         operand is (each rank passes the V rows of its column shard); result ``[N, C]`` (or
         ``[N]``), replicated or sharded like the row operand."""
+        return super().matmul(V)
+
+    def _matmul(self, V):
         error = None
         try:
-            _params.check_tensor("distributed.matmul", "V", V)
             cols, _ = self._axes(-1)
             col_t = self._operand(cols)[0]
             if V.dim() not in (1, 2) or V.shape[0] != col_t.shape[0]:
@@ -461,27 +463,13 @@ class ShardedPairwise:
         mode, ops, kept_sizes = self._plan(cols)
         v = V if self._operand(cols)[1] else self._enter(V)
         local = self._local(ops)
-        partial = _connect(local.matmul(v), self._used(ops, local, v))
+        partial = _connect(local._consume("matmul", v), self._used(ops, local, v))
         return self._merge_sum(partial, mode, kept_sizes)
 
     # -- selections -----------------------------------------------------------------------
-    def _select(self, what, k, dim, largest, nan):
-        """Top-k along dim, merged across ranks: ``(values [n_kept, k], global indices)``."""
-        error = None
-        try:
-            if not isinstance(k, int) or isinstance(k, bool):
-                raise TypeError(f"torchpair.distributed.{what}: 'k' must be an int, got {type(k).__name__}")
-            if not isinstance(largest, bool):
-                raise TypeError(f"torchpair.distributed.{what}: 'largest' must be a bool, got {type(largest).__name__}")
-            dim = self._check_dim(dim, what)
-            total = self.shape[dim]
-            if not 0 <= k <= total:
-                raise ValueError(f"torchpair.distributed.{what}: 'k' must be in [0, {total}] (the global size of "
-                                 f"dim {dim}), got {k}")
-        except (TypeError, ValueError) as exc:
-            error = exc
-        if error is not None:  # the same arguments on every rank: every rank raises
-            raise error
+    def _select(self, k, dim, largest, nan):
+        """The "topk" core consumer merged across ranks: ``(values [n_kept, k], global
+        indices)`` (arguments already checked by the base class, the same on every rank)."""
         reduced, _ = self._axes(dim)
         mode, ops, kept_sizes = self._plan(reduced)
         red_t, red_sh, red_sizes = self._operand(reduced)
@@ -512,34 +500,6 @@ class ShardedPairwise:
         cand_v = torch.cat([all_v[r * n_rows: (r + 1) * n_rows, : ks[r]] for r in range(self.world_size)], 1)
         cand_i = torch.cat([all_i[r * n_rows: (r + 1) * n_rows, : ks[r]] for r in range(self.world_size)], 1)
         return _merge_topk(cand_v, cand_i, k, largest, nan)
-
-    def _selection(self, kind, what, k, dim, largest, nan, squeeze=False):
-        values, indices = self._select(what, k, dim, largest, nan)
-        if squeeze:
-            values, indices = values.squeeze(-1), indices.squeeze(-1)
-        elif self._check_dim(dim, what) == -2:  # [M, k] -> [k, M], as torch.topk along dim 0
-            values, indices = values.transpose(0, 1), indices.transpose(0, 1)
-        return kind((values, indices))
-
-    def topk(self, k: int, dim: int = -1, largest: bool = True):
-        """The k largest (or smallest) entries along ``dim``, like ``LazyPairwise.topk``:
-        best first, ties to the lowest global index, NaN ranks as the largest value.
-        Indices are global (rows of the concatenated shards, in rank order)."""
-        return self._selection(torch.return_types.topk, "topk", k, dim, largest, "largest")
-
-    def min(self, dim: int = -1):
-        """``(values, global indices)`` of the minimum along ``dim`` (lowest index on ties; NaN
-        propagates with the index of the first NaN)."""
-        return self._selection(torch.return_types.min, "min", 1, dim, False, "propagate", squeeze=True)
-
-    def max(self, dim: int = -1):
-        return self._selection(torch.return_types.max, "max", 1, dim, True, "propagate", squeeze=True)
-
-    def argmin(self, dim: int = -1) -> torch.Tensor:
-        return self.min(dim).indices
-
-    def argmax(self, dim: int = -1) -> torch.Tensor:
-        return self.max(dim).indices
 
 
 def _merge_logsumexp(partial, mode, kept_sizes, group):
@@ -585,10 +545,10 @@ def lazy(X: torch.Tensor, Y: torch.Tensor | None = None, metric: str = "euclidea
     return ShardedPairwise(X, Y, metric, params, x_sharded, y_sharded, group)
 
 
-def _kind(op, metric):
+def _info(op, metric):
     _params.check_metric(op, metric)
     try:
-        return metric_info(metric)["kind"]
+        return _catalog.info(metric)
     except ValueError as exc:
         raise ValueError(f"torchpair.distributed.{op}: 'metric': {exc}") from None
 
@@ -600,7 +560,7 @@ def knn(X: torch.Tensor, Y: torch.Tensor | None, k: int, metric: str = "euclidea
     indices are rows of the concatenated Y shards. Default layout: X replicated (the same
     queries on every rank), Y sharded; with ``x_sharded=True`` each rank gets the neighbours
     of its own queries."""
-    largest = _kind("knn", metric) == "similarity"
+    largest = _info("knn", metric).is_similarity
     e = lazy(X, Y, metric, x_sharded=x_sharded, y_sharded=y_sharded, group=group, **params)
     return e.topk(k, -1, largest)
 
@@ -608,7 +568,7 @@ def knn(X: torch.Tensor, Y: torch.Tensor | None, k: int, metric: str = "euclidea
 def _set_pair(op, X, Y, metric, want, x_sharded, y_sharded, group, params):
     _params.check_tensor(f"distributed.{op}", "X", X)
     _params.check_tensor(f"distributed.{op}", "Y", Y)
-    kind = _kind(op, metric)
+    kind = _info(op, metric).kind
     if kind != want:
         why = "MMD is defined by a kernel" if op == "mmd" else "the energy distance is defined from distances"
         raise ValueError(f"torchpair.distributed.{op}: 'metric' must be a {want} ({why}), got {metric!r} "

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import torch
 
-from . import _keops, _params
+from . import _catalog, _params
+from . import backends as _backends
 from . import sequences as _sequences
+from ._expression import PairwiseExpressionBase
 
 
 def _broadcast_batch(x: torch.Tensor, y: torch.Tensor | None) -> torch.Size:
@@ -25,18 +27,7 @@ def _broadcast_batch(x: torch.Tensor, y: torch.Tensor | None) -> torch.Size:
         ) from exc
 
 
-def _moveaxis_result(kind, values, indices, dim, ndim, squeeze=False):
-    """The operator returns [..., rows, k] for the reduced dim; put k where dim was (as
-    torch.topk does) or drop it (torch.min/max)."""
-    d = dim % ndim
-    if squeeze:
-        return kind((values.squeeze(-1), indices.squeeze(-1)))
-    if d == ndim - 2:  # reduced over rows: [..., M, k] -> [..., k, M]
-        values, indices = values.transpose(-1, -2), indices.transpose(-1, -2)
-    return kind((values, indices))
-
-
-class _PairwiseExpression:
+class _PairwiseExpression(PairwiseExpressionBase):
     """What lazy and materialized expressions share: operands, shape, metadata."""
 
     _op = "lazy"
@@ -53,75 +44,18 @@ class _PairwiseExpression:
         self.transposed = transposed
         self._batch = _broadcast_batch(X, Y)
 
-    # -- metadata -----------------------------------------------------------------------
     @property
     def shape(self) -> torch.Size:
         n = self.X.shape[-2]
         m = (self.X if self.Y is None else self.Y).shape[-2]
         return torch.Size((*self._batch, *((m, n) if self.transposed else (n, m))))
 
-    def size(self, dim: int | None = None):
-        if dim is None:
-            return self.shape
-        if not isinstance(dim, int) or isinstance(dim, bool):
-            raise TypeError(f"torchpair.size: 'dim' must be an int or None, got {type(dim).__name__}")
-        if not -self.ndim <= dim < self.ndim:
-            raise ValueError(f"torchpair.size: 'dim' {dim} is out of range for a {self.ndim}-D expression")
-        return self.shape[dim]
-
-    @property
-    def ndim(self) -> int:
-        return len(self.shape)
-
-    def dim(self) -> int:
-        return self.ndim
-
     @property
     def device(self) -> torch.device:
         return self.X.device
 
-    def _normalize_dim(self, dim: int, what: str) -> int:
-        if not isinstance(dim, int) or isinstance(dim, bool):
-            raise TypeError(f"torchpair.{what}: 'dim' must be an int or None, got {type(dim).__name__}")
-        nd = self.ndim
-        if not -nd <= dim < nd:
-            raise ValueError(f"torchpair.{what}: 'dim' {dim} is out of range for a {nd}-D expression")
-        d = dim % nd
-        if d < nd - 2:
-            raise ValueError(
-                f"torchpair.{what}: 'dim' must be one of the last two dimensions (-1 per row, -2 per column), "
-                f"got {dim}"
-            )
-        return d - nd
-
-    def __matmul__(self, V):
-        return self.matmul(V)
-
-    def mT(self):  # noqa: N802 - torch's name
-        return self.T
-
-    def _check_topk_args(self, what: str, k, dim: int, largest) -> int:
-        """k, largest and dim of a selection consumer (the lazy operator's checks, in Python)."""
-        if not isinstance(k, int) or isinstance(k, bool):
-            raise TypeError(f"torchpair.{what}: 'k' must be an int, got {type(k).__name__}")
-        if not isinstance(largest, bool):
-            raise TypeError(f"torchpair.{what}: 'largest' must be a bool, got {type(largest).__name__}")
-        d = self._normalize_dim(dim, what)
-        size = self.shape[d]
-        if k < 0:
-            raise ValueError(f"torchpair.{what}: 'k' must be >= 0, got {k}")
-        if k > size:
-            raise ValueError(f"torchpair.{what}: 'k' ({k}) must not exceed the size of dimension {d} ({size})")
-        return d
-
-    def _check_nonempty(self, what: str, d: int) -> None:
-        if self.shape[d] == 0:
-            raise ValueError(f"torchpair.{what}: cannot reduce over 'dim' {d}, which has size 0 (no {what} of an "
-                             "empty set)")
-
     def _check_v(self, what: str, V, d: int = -1) -> None:
         """V of K @ V (d = -1) or of the column softmax (d = -2): rows, dtype, device."""
-        _params.check_tensor(what, "V", V)
         rows = self.shape[-1] if d == -1 else self.shape[-2]
         if V.dim() == 0:
             raise ValueError(f"torchpair.{what}: 'V' must have shape [..., {rows}, C] or [{rows}], got a 0-d tensor")
@@ -142,7 +76,9 @@ class _PairwiseExpression:
 
 
 class LazyPairwise(_PairwiseExpression):
-    """K = metric(X, Y) [..., N, M], never materialized. Consumers stream over tiles."""
+    """K = metric(X, Y) [..., N, M], never materialized. Consumers stream over tiles, through
+    the current backend (``torchpair.backends.dispatch``: native operators unless inside
+    ``tp.backend(...)``)."""
 
     _op = "lazy"
 
@@ -160,16 +96,13 @@ class LazyPairwise(_PairwiseExpression):
         params = {k: meta(v) if isinstance(v, torch.Tensor) else v for k, v in self.params.items()}
         torch.ops.torchpair.lazy_reduce(meta(self.X), meta(self.Y), self.metric, "sum", -1, self.transposed, **params)
 
+    def _consume(self, consumer: str, *args):
+        return _backends.dispatch(consumer, self, *args)
+
     @property
     def dtype(self) -> torch.dtype:
-        from ._catalog import metric_info
-        info = metric_info(self.metric)
-        if info["family"] == "boolean":  # docs/contracts.md: float32, float64 if an input is, bool for `equal`
-            if info["output"] == "bool":
-                return torch.bool
-            dtypes = {self.X.dtype, (self.X if self.Y is None else self.Y).dtype}
-            return torch.float64 if torch.float64 in dtypes else torch.float32
-        return self.X.dtype
+        Y = self.X if self.Y is None else self.Y
+        return _catalog.info(self.metric).output_dtype(self.X.dtype, Y.dtype)
 
     @property
     def T(self) -> "LazyPairwise":
@@ -178,89 +111,57 @@ class LazyPairwise(_PairwiseExpression):
         e.transposed = not self.transposed
         return e
 
-    def mT(self) -> "LazyPairwise":  # noqa: N802 - torch's name
-        return self.T
-
-    def matmul(self, V: torch.Tensor) -> torch.Tensor:
-        """K @ V: ``V [..., M, C]`` (or ``[M]``) -> ``[..., N, C]`` (or ``[..., N]``), streamed."""
-        _params.check_tensor("matmul", "V", V)
-        if _keops.requested() and (out := _keops.matmul(self, V)) is not None:
-            return out
-        return torch.ops.torchpair.lazy_matmul(self.X, self.Y, V, self.metric, self.transposed, **self.params)
-
-    def _reduce(self, reduction: str, dim: int | None) -> torch.Tensor:
-        d = None if dim is None else self._normalize_dim(dim, reduction)
-        if _keops.requested() and (out := _keops.reduce(self, reduction, d)) is not None:
-            return out
-        return torch.ops.torchpair.lazy_reduce(self.X, self.Y, self.metric, reduction, d, self.transposed,
-                                              **self.params)
-
-    def sum(self, dim: int | None = None) -> torch.Tensor:
-        """Sum over ``dim`` (-1: per row ``[..., N]``; -2: per column ``[..., M]``; None: all)."""
-        return self._reduce("sum", dim)
-
-    def mean(self, dim: int | None = None) -> torch.Tensor:
-        """Mean over ``dim`` (-1, -2 or None for all); NaN over an empty set, as torch.mean."""
-        return self._reduce("mean", dim)
-
-    def logsumexp(self, dim: int | None = None) -> torch.Tensor:
-        """``log(sum(exp(K)))`` over ``dim``, computed online (stable); -inf over an empty set."""
-        return self._reduce("logsumexp", dim)
-
-    def _topk(self, what: str, k, dim: int, largest: bool, nan: str):
-        if not isinstance(k, int) or isinstance(k, bool):
-            raise TypeError(f"torchpair.{what}: 'k' must be an int, got {type(k).__name__}")
-        if not isinstance(largest, bool):
-            raise TypeError(f"torchpair.{what}: 'largest' must be a bool, got {type(largest).__name__}")
-        d = self._normalize_dim(dim, what)
-        if _keops.requested() and (out := _keops.topk(self, k, d, largest, nan)) is not None:
-            return out
-        return torch.ops.torchpair.lazy_topk(self.X, self.Y, self.metric, k, d, largest, True, self.transposed, nan,
-                                            **self.params)
-
-    def topk(self, k: int, dim: int = -1, largest: bool = True, sorted: bool = True):
-        """The k largest (or smallest) entries along ``dim``, like ``torch.topk``: returns
-        ``(values, indices)`` of shape ``[..., k]`` in place of ``dim``, best first. Ties go to
-        the lowest index; NaN ranks as the largest value. Values are differentiable."""
-        if not isinstance(sorted, bool):
-            raise TypeError(f"torchpair.topk: 'sorted' must be a bool, got {type(sorted).__name__}")
-        values, indices = self._topk("topk", k, dim, largest, "largest")
-        return _moveaxis_result(torch.return_types.topk, values, indices, dim, self.ndim)
-
-    def min(self, dim: int = -1):
-        """``(values, indices)`` of the minimum along ``dim``, like ``torch.min(K, dim)``:
-        lowest index on ties, NaN propagates (a row with NaN gives NaN and its index)."""
-        self._check_nonempty("min", self._normalize_dim(dim, "min"))
-        values, indices = self._topk("min", 1, dim, False, "propagate")
-        return _moveaxis_result(torch.return_types.min, values, indices, dim, self.ndim, squeeze=True)
-
-    def max(self, dim: int = -1):
-        """``(values, indices)`` of the maximum along ``dim``, like ``torch.max(K, dim)``."""
-        self._check_nonempty("max", self._normalize_dim(dim, "max"))
-        values, indices = self._topk("max", 1, dim, True, "propagate")
-        return _moveaxis_result(torch.return_types.max, values, indices, dim, self.ndim, squeeze=True)
-
-    def argmin(self, dim: int = -1) -> torch.Tensor:
-        return self.min(dim).indices
-
-    def argmax(self, dim: int = -1) -> torch.Tensor:
-        return self.max(dim).indices
-
-    def softmax_matmul(self, V: torch.Tensor, dim: int = -1) -> torch.Tensor:
-        """``sum_j softmax_j(K_ij) V_j`` (dim -1), streamed with an online softmax — attention and
-        Nadaraya-Watson estimators without N x M. With dim -2 the softmax runs down the
-        columns: ``sum_i softmax_i(K_ij) V_i``."""
-        _params.check_tensor("softmax_matmul", "V", V)
-        d = self._normalize_dim(dim, "softmax_matmul")
-        if _keops.requested() and (out := _keops.softmax_matmul(self, V, d)) is not None:
-            return out
-        return torch.ops.torchpair.lazy_softmax_matmul(self.X, self.Y, V, self.metric, d, self.transposed,
-                                                      **self.params)
-
     def to_dense(self) -> torch.Tensor:
         """The materialized ``[..., N, M]`` tensor (this one does hold N x M)."""
         k = torch.ops.torchpair.pairwise(self.X, self.Y, self.metric, **self.params)
         return k.transpose(-1, -2) if self.transposed else k
+
+
+class _Dense:
+    """The core consumers on a materialized matrix (torch), in the native result layout."""
+
+    @staticmethod
+    def matmul(e, V):
+        e._check_v("matmul", V)
+        return torch.matmul(e.to_dense(), V)
+
+    @staticmethod
+    def reduce(e, reduction, dim):
+        k = e.to_dense()
+        dims = (-2, -1) if dim is None else dim
+        if reduction == "sum":
+            return k.sum(dims)
+        if reduction == "mean":
+            return k.mean(dims)
+        return torch.logsumexp(k, dims)
+
+    @staticmethod
+    def weighted_logsumexp(e, dim, scale, log_weight):
+        arg = e.to_dense() * scale
+        if log_weight is not None:
+            arg = arg + (log_weight.unsqueeze(-2) if dim == -1 else log_weight.unsqueeze(-1))
+        return torch.logsumexp(arg, dim)
+
+    @staticmethod
+    def count(e, threshold, dim):
+        return (e.to_dense() <= threshold).sum(dim)
+
+    @staticmethod
+    def topk(e, k, dim, largest, nan):
+        K = e.to_dense()
+        if nan == "propagate":  # torch.min / torch.max: NaN propagates
+            values, indices = (torch.max if largest else torch.min)(K, dim=dim, keepdim=True)
+        else:
+            values, indices = torch.topk(K, k, dim=dim, largest=largest, sorted=True)
+        if dim == -2:  # the native layout: [..., rows, k]
+            values, indices = values.transpose(-1, -2), indices.transpose(-1, -2)
+        return values, indices
+
+    @staticmethod
+    def softmax_matmul(e, V, dim):
+        e._check_v("softmax_matmul", V, dim)
+        p = torch.softmax(e.to_dense(), dim=dim)
+        return torch.matmul(p if dim == -1 else p.transpose(-1, -2), V)
 
 
 class DensePairwise(_PairwiseExpression):
@@ -272,6 +173,9 @@ class DensePairwise(_PairwiseExpression):
         super().__init__(X, Y, metric, params, transposed)
         self._dense = dense if dense is not None else torch.ops.torchpair.pairwise(X, Y, metric, **self.params)
 
+    def _consume(self, consumer: str, *args):
+        return getattr(_Dense, consumer)(self, *args)
+
     @property
     def dtype(self) -> torch.dtype:
         return self._dense.dtype
@@ -282,51 +186,6 @@ class DensePairwise(_PairwiseExpression):
 
     def to_dense(self) -> torch.Tensor:
         return self._dense.transpose(-1, -2) if self.transposed else self._dense
-
-    def matmul(self, V: torch.Tensor) -> torch.Tensor:
-        self._check_v("matmul", V)
-        return torch.matmul(self.to_dense(), V)
-
-    def sum(self, dim: int | None = None) -> torch.Tensor:
-        k = self.to_dense()
-        return k.sum(dim=(-2, -1)) if dim is None else k.sum(self._normalize_dim(dim, "sum"))
-
-    def mean(self, dim: int | None = None) -> torch.Tensor:
-        k = self.to_dense()
-        return k.mean(dim=(-2, -1)) if dim is None else k.mean(self._normalize_dim(dim, "mean"))
-
-    def logsumexp(self, dim: int | None = None) -> torch.Tensor:
-        k = self.to_dense()
-        return torch.logsumexp(k, dim=(-2, -1)) if dim is None else torch.logsumexp(k, self._normalize_dim(dim, "logsumexp"))
-
-    def topk(self, k: int, dim: int = -1, largest: bool = True, sorted: bool = True):
-        if not isinstance(sorted, bool):
-            raise TypeError(f"torchpair.topk: 'sorted' must be a bool, got {type(sorted).__name__}")
-        d = self._check_topk_args("topk", k, dim, largest)
-        return torch.topk(self.to_dense(), k, dim=d, largest=largest, sorted=sorted)
-
-    def min(self, dim: int = -1):
-        d = self._normalize_dim(dim, "min")
-        self._check_nonempty("min", d)
-        return torch.min(self.to_dense(), dim=d)
-
-    def max(self, dim: int = -1):
-        d = self._normalize_dim(dim, "max")
-        self._check_nonempty("max", d)
-        return torch.max(self.to_dense(), dim=d)
-
-    def argmin(self, dim: int = -1) -> torch.Tensor:
-        return self.min(dim).indices
-
-    def argmax(self, dim: int = -1) -> torch.Tensor:
-        return self.max(dim).indices
-
-    def softmax_matmul(self, V: torch.Tensor, dim: int = -1) -> torch.Tensor:
-        _params.check_tensor("softmax_matmul", "V", V)
-        d = self._normalize_dim(dim, "softmax_matmul")
-        self._check_v("softmax_matmul", V, d)
-        p = torch.softmax(self.to_dense(), dim=d)
-        return torch.matmul(p if d == -1 else p.transpose(-1, -2), V)
 
 
 def lazy(X: torch.Tensor, Y: torch.Tensor | None = None, metric: str = "euclidean", **params) -> LazyPairwise:

@@ -2,13 +2,15 @@
 
 Each is one native operator built on the streamed consumers, so none holds an N x M matrix,
 forward or backward, and each is differentiable with respect to X and Y. Leading (batch)
-dimensions of X and Y broadcast. Conventions for empty sets: docs/conventions.md.
+dimensions of X and Y broadcast. Conventions for empty sets: docs/conventions.md. Each runs
+through the current backend (``torchpair.backends.dispatch``).
 """
 from __future__ import annotations
 
 import torch
 
-from . import _keops, _params
+from . import _params
+from .backends import dispatch
 
 
 def knn(X: torch.Tensor, Y: torch.Tensor | None, k: int, metric: str = "euclidean", **params):
@@ -19,10 +21,7 @@ def knn(X: torch.Tensor, Y: torch.Tensor | None, k: int, metric: str = "euclidea
     if not isinstance(k, int) or isinstance(k, bool):
         raise TypeError(f"torchpair.knn: 'k' must be an int, got {type(k).__name__}")
     p = _params.normalize("knn", params, X.device)
-    if _keops.requested() and (out := _keops.knn(X, Y, k, metric, p)) is not None:
-        return torch.return_types.topk(out)
-    v, i = torch.ops.torchpair.knn(X, Y, k, metric, **p)
-    return torch.return_types.topk((v, i))
+    return torch.return_types.topk(dispatch("knn", X, Y, k, metric, p))
 
 
 def hausdorff(X: torch.Tensor, Y: torch.Tensor, metric: str = "euclidean", directed: bool = False, **params):
@@ -32,9 +31,7 @@ def hausdorff(X: torch.Tensor, Y: torch.Tensor, metric: str = "euclidean", direc
     if not isinstance(directed, bool):
         raise TypeError(f"torchpair.hausdorff: 'directed' must be a bool, got {type(directed).__name__}")
     p = _params.normalize("hausdorff", params, X.device)
-    if _keops.requested() and (out := _keops.hausdorff(X, Y, metric, directed, p)) is not None:
-        return out
-    return torch.ops.torchpair.hausdorff(X, Y, metric, directed, **p)
+    return dispatch("hausdorff", X, Y, metric, directed, p)
 
 
 def chamfer(X: torch.Tensor, Y: torch.Tensor, metric: str = "sqeuclidean", reduction: str = "mean", **params):
@@ -44,9 +41,7 @@ def chamfer(X: torch.Tensor, Y: torch.Tensor, metric: str = "sqeuclidean", reduc
     if not isinstance(reduction, str):
         raise TypeError(f"torchpair.chamfer: 'reduction' must be \"mean\" or \"sum\", got {type(reduction).__name__}")
     p = _params.normalize("chamfer", params, X.device)
-    if _keops.requested() and (out := _keops.chamfer(X, Y, metric, reduction, p)) is not None:
-        return out
-    return torch.ops.torchpair.chamfer(X, Y, metric, reduction, **p)
+    return dispatch("chamfer", X, Y, metric, reduction, p)
 
 
 def mmd(X: torch.Tensor, Y: torch.Tensor, metric: str = "rbf", unbiased: bool = False, **params):
@@ -57,9 +52,7 @@ def mmd(X: torch.Tensor, Y: torch.Tensor, metric: str = "rbf", unbiased: bool = 
     if not isinstance(unbiased, bool):
         raise TypeError(f"torchpair.mmd: 'unbiased' must be a bool, got {type(unbiased).__name__}")
     p = _params.normalize("mmd", params, X.device)
-    if _keops.requested() and (out := _keops.mmd(X, Y, metric, unbiased, p)) is not None:
-        return out
-    return torch.ops.torchpair.mmd(X, Y, metric, unbiased, **p)
+    return dispatch("mmd", X, Y, metric, unbiased, p)
 
 
 def energy_distance(X: torch.Tensor, Y: torch.Tensor, metric: str = "euclidean", **params):
@@ -67,6 +60,4 @@ def energy_distance(X: torch.Tensor, Y: torch.Tensor, metric: str = "euclidean",
     ``energy_distance`` in 1-D; V-statistics)."""
     _params.check_operands("energy_distance", X, Y, metric, y_optional=False)
     p = _params.normalize("energy_distance", params, X.device)
-    if _keops.requested() and (out := _keops.energy_distance(X, Y, metric, p)) is not None:
-        return out
-    return torch.ops.torchpair.energy_distance(X, Y, metric, **p)
+    return dispatch("energy_distance", X, Y, metric, p)

@@ -16,11 +16,9 @@ import warnings
 import torch
 
 from . import _params
-from ._catalog import _rows, metric_info
+from . import _catalog
 from .functional import pairwise
 
-# metric name or alias -> kind, read once at import (a plain dict: torch.compile traces it)
-_KIND = {name: row["kind"] for row in _rows() for name in (row["name"], *row["aliases"])}
 
 
 def _check(op, a, b, M, max_iter, normalize, mass_tol):
@@ -123,8 +121,9 @@ def wasserstein(X, Y, a=None, b=None, metric: str = "euclidean", p: float = 1, *
         raise TypeError(f"torchpair.wasserstein: 'p' must be a real number, got {type(p).__name__}")
     if not (math.isfinite(p) and p >= 1):
         raise ValueError(f"torchpair.wasserstein: 'p' (the Wasserstein order) must be finite and >= 1, got {p}")
-    kind = _KIND.get(metric) or metric_info(metric)["kind"]  # metric_info: the unknown-name error
-    if kind != "distance":
+    info = _catalog.info(metric)  # the unknown-name error
+    kind = info.kind
+    if not info.is_distance:
         raise ValueError(f"torchpair.wasserstein: 'metric' must be a distance (the ground cost), got {metric!r} "
                          f"which is a {kind}")
     if metric_p is not None:

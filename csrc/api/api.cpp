@@ -5,6 +5,7 @@
 #include <c10/util/Exception.h>
 #include <torch/version.h>
 
+#include <algorithm>
 #include <mutex>
 
 #include "catalog/catalog.h"
@@ -67,17 +68,43 @@ at::Tensor PairwiseExpression::reduce(const char* reduction, std::optional<int64
   if (!lazy_) {
     const at::Tensor k = dense();
     const std::string r = reduction;
-    std::vector<int64_t> dims = d.has_value() ? std::vector<int64_t>{*d} : std::vector<int64_t>{-2, -1};
-    if (r == "sum") return k.sum(dims);
-    if (r == "mean") return k.mean(dims);
-    return at::logsumexp(k, dims);
+    if (!d.has_value()) {  // every dimension, batch included (at::Tensor::sum())
+      if (r == "sum") return k.sum();
+      if (r == "mean") return k.mean();
+      return at::logsumexp(k.reshape({-1}), 0);
+    }
+    if (r == "sum") return k.sum(*d);
+    if (r == "mean") return k.mean(*d);
+    return at::logsumexp(k, *d);
   }
-  return ops::lazy_reduce(x_, y_, metric_, reduction, d, transposed_, options_.comparison);
+  at::Tensor out = ops::lazy_reduce(x_, y_, metric_, reduction, d, transposed_, options_.comparison);
+  if (d.has_value() || out.dim() == 0) return out;
+  // The operator reduces the two matrix dims per batch element; the batch reduces here.
+  const std::string r = reduction;
+  if (r == "sum") return out.sum();
+  if (r == "mean") return out.mean();  // every batch element has the same number of entries
+  return at::logsumexp(out.reshape({-1}), 0);
 }
 
 at::Tensor PairwiseExpression::sum(std::optional<int64_t> dim) const { return reduce("sum", dim); }
 at::Tensor PairwiseExpression::mean(std::optional<int64_t> dim) const { return reduce("mean", dim); }
 at::Tensor PairwiseExpression::logsumexp(std::optional<int64_t> dim) const { return reduce("logsumexp", dim); }
+
+at::Tensor PairwiseExpression::logsumexp(int64_t dim, double scale, const std::optional<at::Tensor>& log_weight) const {
+  const int64_t d = normalize_dim(dim, "logsumexp");
+  if (!lazy_) {
+    at::Tensor arg = dense() * scale;
+    if (log_weight.has_value()) arg = arg + (d == -1 ? log_weight->unsqueeze(-2) : log_weight->unsqueeze(-1));
+    return at::logsumexp(arg, {d});
+  }
+  return ops::lazy_reduce(x_, y_, metric_, "logsumexp", d, transposed_, options_.comparison, scale, log_weight);
+}
+
+at::Tensor PairwiseExpression::count(double threshold, int64_t dim) const {
+  const int64_t d = normalize_dim(dim, "count");
+  if (!lazy_) return dense().le(threshold).sum(d);
+  return ops::lazy_reduce(x_, y_, metric_, "count", d, transposed_, options_.comparison, 1.0, std::nullopt, threshold);
+}
 
 // The operator returns [..., rows, k] for the reduced dim; k goes where dim was (as at::topk
 // puts it), so a reduction over the rows (dim -2) gives [..., k, M].
@@ -219,27 +246,38 @@ at::Tensor sinkhorn_divergence(const at::Tensor& x, const at::Tensor& y, const s
 namespace seq {
 namespace {
 
-// The operators' scalar list for a metric, from the options (the same packing as Python's
-// torchpair.sequences._scalars); a parameter the metric does not take is an error.
+// The operators' scalar list for a metric: its catalog parameters in order
+// (csrc/catalog/sequences.cpp, as Python's torchpair.sequences does); the operator checks the
+// values. A parameter the metric does not take is an error.
 std::vector<double> scalars_of(const std::string& metric, const SequenceOptions& o) {
+  const catalog::MetricInfo* row = nullptr;
+  for (const auto& r : catalog::sequence_metrics())
+    if (r.name == metric) row = &r;
+  auto takes = [&](const char* name) {
+    if (row == nullptr) return true;  // unknown metric: the operator names it
+    for (const auto& p : row->params)
+      if (p.name == name) return true;
+    return false;
+  };
   auto reject = [&](const char* name) {
     TORCH_CHECK_VALUE(false, "tp::seq: metric '", metric, "' does not take parameter '", name, "'");
   };
-  if (o.weights.has_value() && metric != "levenshtein") reject("weights");
-  if (o.pad.has_value() && metric != "hamming") reject("pad");
-  if (o.prefix_weight.has_value() && metric != "jaro_winkler") reject("prefix_weight");
-  if (metric == "levenshtein") {
-    const auto w = o.weights.value_or(std::array<int64_t, 3>{1, 1, 1});
-    for (int64_t v : w) TORCH_CHECK_VALUE(v >= 0, "tp::seq: 'weights' must be non-negative, got ", v);
-    return {double(w[0]), double(w[1]), double(w[2])};
+  if (o.weights.has_value() && !takes("weights")) reject("weights");
+  if (o.pad.has_value() && !takes("pad")) reject("pad");
+  if (o.prefix_weight.has_value() && !takes("prefix_weight")) reject("prefix_weight");
+  std::vector<double> scalars;
+  if (row == nullptr) return scalars;
+  for (const auto& p : row->params) {
+    if (p.name == "weights") {
+      const auto w = o.weights.value_or(std::array<int64_t, 3>{1, 1, 1});
+      scalars.insert(scalars.end(), {double(w[0]), double(w[1]), double(w[2])});
+    } else if (p.name == "pad") {
+      scalars.push_back(o.pad.value_or(false) ? 1.0 : 0.0);
+    } else if (p.name == "prefix_weight") {
+      scalars.push_back(o.prefix_weight.value_or(0.1));
+    }
   }
-  if (metric == "hamming") return {o.pad.value_or(false) ? 1.0 : 0.0};
-  if (metric == "jaro_winkler") {
-    const double pw = o.prefix_weight.value_or(0.1);
-    TORCH_CHECK_VALUE(pw >= 0.0 && pw <= 1.0, "tp::seq: 'prefix_weight' must be in [0, 1], got ", pw);
-    return {pw};
-  }
-  return {};
+  return scalars;
 }
 
 template <typename Sig>
@@ -284,11 +322,20 @@ std::tuple<at::Tensor, at::Tensor> topk(const at::Tensor& x, const at::Tensor& x
 std::vector<std::string> metrics() {
   std::vector<std::string> names;
   for (const auto& row : catalog::all()) names.push_back(row.name);
+  for (const auto& row : catalog::sequence_metrics())
+    if (std::find(names.begin(), names.end(), row.name) == names.end()) names.push_back(row.name);
   return names;
 }
 
 std::string metric_info_json(const std::string& name) {
-  return catalog::to_json(catalog::lookup(name, "metric_info"));
+  for (const auto& row : catalog::all()) {
+    if (row.name == name) return catalog::to_json(row);
+    for (const auto& alias : row.aliases)
+      if (alias == name) return catalog::to_json(row);
+  }
+  for (const auto& row : catalog::sequence_metrics())
+    if (row.name == name) return catalog::to_json(row);
+  return catalog::to_json(catalog::lookup(name, "metric_info"));  // the unknown-name error
 }
 
 std::string built_torch_version() { return TORCH_VERSION; }

@@ -21,9 +21,9 @@ std::vector<MetricInfo> build() {
   rows.push_back({"rbf", {}, "kernel", "similarity", {kGamma}, true, "float32/float64", "input dtype",
                   "exp(-gamma * |x - y|^2)", &prepare_rbf});
   {  // ---- issue 3b: kernels (sklearn names and defaults; csrc/catalog/prepare_kernels.cpp) ----
-    const ParamInfo coef0{"coef0", "float", "1", "additive constant; must be finite"};
-    const ParamInfo chi2_gamma{"gamma", "float", "1", "kernel width; must be finite and >= 0"};
-    const ParamInfo length_scale{"length_scale", "float", "1", "one length scale for all features; finite, > 0"};
+    const ParamInfo coef0{"coef0", "float", "1", "additive constant; must be finite", "1"};
+    const ParamInfo chi2_gamma{"gamma", "float", "1", "kernel width; must be finite and >= 0", "1"};
+    const ParamInfo length_scale{"length_scale", "float", "1", "one length scale for all features; finite, > 0", "1"};
     const ParamInfo length_scales{"length_scales", "tensor", "none",
                                   "one length scale per feature ([D]; Python: an array length_scale), > 0; "
                                   "differentiable"};
@@ -31,7 +31,7 @@ std::vector<MetricInfo> build() {
     const char* out = "input dtype";
     rows.push_back({"linear", {}, "kernel", "similarity", {}, true, f, out, "x . y", &prepare_linear});
     rows.push_back({"polynomial", {"poly"}, "kernel", "similarity",
-                    {{"degree", "float", "3", "exponent; finite, >= 1 (integers are exact for negative bases)"},
+                    {{"degree", "float", "3", "exponent; finite, >= 1 (integers are exact for negative bases)", "3"},
                      kGamma, coef0},
                     true, f, out, "(gamma * x . y + coef0)^degree", &prepare_polynomial});
     rows.push_back({"sigmoid", {}, "kernel", "similarity", {kGamma, coef0}, true, f, out,
@@ -47,22 +47,22 @@ std::vector<MetricInfo> build() {
                     "-sum_k (x_k - y_k)^2 / (x_k + y_k); terms with x_k + y_k = 0 are 0; features >= 0",
                     &prepare_additive_chi2});
     rows.push_back({"matern", {}, "kernel", "similarity",
-                    {{"nu", "float", "1.5", "smoothness: 0.5, 1.5, 2.5 or inf"}, length_scale, length_scales}, true, f,
+                    {{"nu", "float", "1.5", "smoothness: 0.5, 1.5, 2.5 or inf", "1.5"}, length_scale, length_scales}, true, f,
                     out, "sklearn.gaussian_process.kernels.Matern(length_scale, nu)", &prepare_matern});
     rows.push_back({"rational_quadratic", {}, "kernel", "similarity",
-                    {{"alpha", "float", "1", "scale mixture parameter; finite, > 0"}, length_scale}, true, f, out,
+                    {{"alpha", "float", "1", "scale mixture parameter; finite, > 0", "1"}, length_scale}, true, f, out,
                     "(1 + |x - y|^2 / (2 alpha length_scale^2))^(-alpha) (sklearn RationalQuadratic)",
                     &prepare_rational_quadratic});
   }
   // ---- numeric distances (scipy names; prepare functions in prepare_distances.cpp) ----
   {
-    const ParamInfo kP{"p", "float", "2", "the order of the norm; >= 1, or inf"};
+    const ParamInfo kP{"p", "float", "2", "the order of the norm; >= 1, or inf", "2"};
     const ParamInfo kW{"w", "tensor", "None (all 1)", "per-feature weights [n_features], >= 0, differentiable"};
     const ParamInfo kV{"V", "tensor", "variances (ddof=1) of the stacked rows (scipy)",
                        "per-feature variances [n_features], >= 0, differentiable"};
     const ParamInfo kVI{"VI", "tensor", "pseudo-inverse of the covariance of the stacked rows",
                         "inverse covariance [n_features, n_features], differentiable"};
-    const ParamInfo kBase{"base", "float", "e", "logarithm base; > 0 and != 1"};
+    const ParamInfo kBase{"base", "float", "e", "logarithm base; > 0 and != 1", "2.718281828459045"};
     auto dist = [&](const char* name, std::vector<std::string> aliases, std::vector<ParamInfo> params,
                     const char* input, const char* doc, PrepareFn fn) {
       rows.push_back({name, std::move(aliases), "distance", "distance", std::move(params), true, input,
@@ -95,6 +95,7 @@ std::vector<MetricInfo> build() {
                      std::vector<ParamInfo> params = {}, std::string input = "", std::string output = "") {
     rows.push_back({name, {}, "boolean", kind, std::move(params), false, input.empty() ? bin : input,
                     output.empty() ? bout : output, doc, fn});
+    rows.back().output_dtype = output.empty() ? "float32_or_float64" : output;
   };
   boolean("dice", "distance", "(TF + FT) / (2 TT + TF + FT)", &prepare_dice);
   boolean("jaccard", "distance", "(TF + FT) / (TT + TF + FT)", &prepare_jaccard);
@@ -170,10 +171,12 @@ std::string to_json(const MetricInfo& info) {
   for (size_t i = 0; i < info.params.size(); ++i) {
     const auto& p = info.params[i];
     s << (i ? "," : "") << "{\"name\":" << quote(p.name) << ",\"type\":" << quote(p.type)
-      << ",\"default\":" << quote(p.default_doc) << ",\"doc\":" << quote(p.doc) << "}";
+      << ",\"default\":" << quote(p.default_doc) << ",\"default_value\":" << p.default_json
+      << ",\"doc\":" << quote(p.doc) << "}";
   }
   s << "],\"differentiable\":" << (info.differentiable ? "true" : "false") << ",\"input\":" << quote(info.input)
-    << ",\"output\":" << quote(info.output) << ",\"doc\":" << quote(info.doc) << "}";
+    << ",\"output\":" << quote(info.output) << ",\"output_dtype\":" << quote(info.output_dtype)
+    << ",\"doc\":" << quote(info.doc) << "}";
   return s.str();
 }
 
@@ -181,6 +184,7 @@ std::string catalog_json() {
   std::ostringstream s;
   s << "[";
   for (size_t i = 0; i < all().size(); ++i) s << (i ? "," : "") << to_json(all()[i]);
+  for (const auto& row : sequence_metrics()) s << "," << to_json(row);
   s << "]";
   return s.str();
 }

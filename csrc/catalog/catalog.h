@@ -40,9 +40,12 @@ using PrepareFn = Prepared (*)(const Inputs&, const ComparisonOptions&);
 
 struct ParamInfo {
   std::string name;
-  std::string type;         // "float" or "tensor"
+  std::string type;         // "float", "tensor", "bool" or "int[3]"
   std::string default_doc;  // the default, in words ("1 / n_features")
   std::string doc;
+  // The default as a JSON value; "null" when it depends on the data (gamma = 1 / n_features,
+  // seuclidean's variances) or when absent means "none" (per-feature weights).
+  std::string default_json = "null";
 };
 
 struct MetricInfo {
@@ -56,15 +59,30 @@ struct MetricInfo {
   std::string output;  // output dtype, in words
   std::string doc;
   PrepareFn prepare = nullptr;
+  // The output dtype as a rule (machine-readable twin of `output`): "input" (the operands'),
+  // "float32_or_float64" (float64 if an input is float64, else float32), "bool",
+  // "int64_or_float64" (int64; float64 for normalized sequence distances), "float64".
+  std::string output_dtype = "input";
 };
 
+// The metrics of the engine (every row has a prepare function).
 const std::vector<MetricInfo>& all();
+// The token-sequence metrics (tp.seq; csrc/catalog/sequences.cpp): family "sequence", no
+// prepare function (integer recurrences, not engine kernels). `hamming` is also a Boolean
+// metric of all(); the public API tells them apart by the input (docs: tp.seq routing).
+const std::vector<MetricInfo>& sequence_metrics();
 // By canonical name or alias; unknown names raise c10::ValueError listing the valid names.
 const MetricInfo& lookup(const std::string& name, const char* op);
 // Raises c10::ValueError naming any parameter set in `o` that `info` does not take.
 void check_params(const MetricInfo& info, const ComparisonOptions& o, const char* op);
 
+// The kernel whose values are the squares of `kernel`'s (euclidean_direct -> sqeuclidean_direct,
+// euclidean_gemm -> sqeuclidean_gemm; nullptr for any other): selections rank on it and take
+// square roots of the winners only.
+const char* squared_kernel(const std::string& kernel);
+
 std::string to_json(const MetricInfo& info);
+// Every row: all() then sequence_metrics().
 std::string catalog_json();
 
 }  // namespace tp::catalog

@@ -333,20 +333,20 @@ double float_param(const std::optional<double>& value, double fallback, const ch
   return v;
 }
 
-Prepared distance_family(const Inputs& in, const std::string& base, std::vector<double> scalars) {
+Prepared distance_family(const Inputs& in, const DistanceKernels& kernels, std::vector<double> scalars) {
   Prepared p;
   p.symmetric = in.symmetric;
   p.scalars = std::move(scalars);
   if (feature_dim(in) <= kDirectMaxFeatures) {
     p.x = in.x;
     p.y = in.y;
-    p.kernel = base + "_direct";
+    p.kernel = kernels.direct;
     return p;
   }
   // Squared distances are translation invariant, and the GEMM form |x|^2 + |y|^2 - 2 x.y
   // loses about eps * (|x|^2 + |y|^2) to cancellation: subtract a common centre first. The
   // centre is a constant for autograd (the distances do not depend on it).
-  p.kernel = base + "_gemm";
+  p.kernel = kernels.gemm;
   if (auto native = centred_native(in)) {
     p.x = native->x;
     p.y = native->y;
@@ -401,10 +401,16 @@ at::Tensor inverse_row_norms(const at::Tensor& x) {
 
 at::Tensor normalized_rows(const at::Tensor& x) { return x * inverse_row_norms(x).unsqueeze(-1); }
 
-Prepared prepare_euclidean(const Inputs& in, const ComparisonOptions&) { return distance_family(in, "euclidean", {}); }
+const char* squared_kernel(const std::string& kernel) {
+  if (kernel == kEuclideanKernels.direct) return kSqEuclideanKernels.direct;
+  if (kernel == kEuclideanKernels.gemm) return kSqEuclideanKernels.gemm;
+  return nullptr;
+}
+
+Prepared prepare_euclidean(const Inputs& in, const ComparisonOptions&) { return distance_family(in, kEuclideanKernels, {}); }
 
 Prepared prepare_sqeuclidean(const Inputs& in, const ComparisonOptions&) {
-  return distance_family(in, "sqeuclidean", {});
+  return distance_family(in, kSqEuclideanKernels, {});
 }
 
 Prepared prepare_rbf(const Inputs& in, const ComparisonOptions& o) {
@@ -412,7 +418,7 @@ Prepared prepare_rbf(const Inputs& in, const ComparisonOptions& o) {
   // sklearn: gamma = 1 / n_features when omitted. With no features every distance is 0
   // and K = 1 for any gamma; 1.0 keeps the default finite.
   const double gamma = float_param(o.gamma, d > 0 ? 1.0 / double(d) : 1.0, "gamma", in, "rbf", 0.0);
-  return distance_family(in, "rbf", {gamma});
+  return distance_family(in, kRbfKernels, {gamma});
 }
 
 }  // namespace tp::catalog

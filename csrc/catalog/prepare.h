@@ -16,10 +16,21 @@ double float_param(const std::optional<double>& value, double fallback, const ch
                    const std::string& metric, double lo = -std::numeric_limits<double>::infinity(),
                    bool lo_inclusive = true);
 
-// The squared-distance family (euclidean, sqeuclidean, rbf, ...): difference-based engine
-// kernel `<base>_direct` for small D, GEMM kernel `<base>_gemm` on centred operands with
-// squared norms as side features otherwise.
-Prepared distance_family(const Inputs& in, const std::string& base, std::vector<double> scalars);
+// The two engine kernels of one squared-distance definition: difference-based for small D,
+// GEMM on centred operands with squared norms as side features otherwise.
+struct DistanceKernels {
+  const char* direct;
+  const char* gemm;
+};
+inline constexpr DistanceKernels kEuclideanKernels{"euclidean_direct", "euclidean_gemm"};
+inline constexpr DistanceKernels kSqEuclideanKernels{"sqeuclidean_direct", "sqeuclidean_gemm"};
+inline constexpr DistanceKernels kRbfKernels{"rbf_direct", "rbf_gemm"};
+inline constexpr DistanceKernels kMaternKernels{"matern_direct", "matern_gemm"};
+inline constexpr DistanceKernels kRationalQuadraticKernels{"rational_quadratic_direct", "rational_quadratic_gemm"};
+
+// The squared-distance family (euclidean, sqeuclidean, rbf, ...): `kernels.direct` for small
+// D, `kernels.gemm` otherwise.
+Prepared distance_family(const Inputs& in, const DistanceKernels& kernels, std::vector<double> scalars);
 
 // 1 / |x| per row ([..., n] from [..., n, D]), 0 for a row of norm 0 (gradient 0 there): the
 // side features of the cosine kernel, one pass over the operand.

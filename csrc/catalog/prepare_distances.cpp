@@ -111,7 +111,7 @@ Prepared prepare_minkowski(const Inputs& in, const ComparisonOptions& o) {
   }
   if (std::isinf(p)) return operands(scaled, scaled.x, scaled.y, "chebyshev_direct");
   if (p == 1.0) return operands(scaled, scaled.x, scaled.y, "cityblock_direct");
-  if (p == 2.0) return distance_family(scaled, "euclidean", {});
+  if (p == 2.0) return distance_family(scaled, kEuclideanKernels, {});
   return operands(scaled, scaled.x, scaled.y, "minkowski_direct", {p});
 }
 
@@ -123,7 +123,7 @@ Prepared prepare_seuclidean(const Inputs& in, const ComparisonOptions& o) {
   // A zero variance drops its feature (its coordinates are equal wherever V is the default).
   const at::Tensor pos = V > 0;
   const at::Tensor s = at::where(pos, at::rsqrt(at::where(pos, V, at::ones_like(V))), at::zeros_like(V));
-  return distance_family(transformed(in, [&](const at::Tensor& t) { return t * s; }), "euclidean", {});
+  return distance_family(transformed(in, [&](const at::Tensor& t) { return t * s; }), kEuclideanKernels, {});
 }
 
 Prepared prepare_mahalanobis(const Inputs& in, const ComparisonOptions& o) {
@@ -202,7 +202,7 @@ Prepared prepare_nan_euclidean(const Inputs& in, const ComparisonOptions&) {
 
 Prepared prepare_hellinger(const Inputs& in, const ComparisonOptions&) {
   // sqrt(sum_k (sqrt x_k - sqrt y_k)^2 / 2) = euclidean on sqrt(x / 2).
-  return distance_family(transformed(in, [](const at::Tensor& t) { return safe_sqrt(t * 0.5); }), "euclidean", {});
+  return distance_family(transformed(in, [](const at::Tensor& t) { return safe_sqrt(t * 0.5); }), kEuclideanKernels, {});
 }
 
 Prepared prepare_snr(const Inputs& in, const ComparisonOptions&) {

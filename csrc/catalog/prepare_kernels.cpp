@@ -138,14 +138,14 @@ Prepared prepare_matern(const Inputs& in, const ComparisonOptions& o) {
                     nu);
   Inputs scaled = in;
   const double inv_ls2 = length_scale_param(scaled, in, o, "matern");
-  return distance_family(scaled, "matern", {nu, inv_ls2});
+  return distance_family(scaled, kMaternKernels, {nu, inv_ls2});
 }
 
 Prepared prepare_rational_quadratic(const Inputs& in, const ComparisonOptions& o) {
   const double alpha = float_param(o.alpha, 1.0, "alpha", in, "rational_quadratic", 0.0, /*lo_inclusive=*/false);
   Inputs scaled = in;
   const double inv_ls2 = length_scale_param(scaled, in, o, "rational_quadratic");
-  return distance_family(scaled, "rational_quadratic", {alpha, inv_ls2});
+  return distance_family(scaled, kRationalQuadraticKernels, {alpha, inv_ls2});
 }
 
 }  // namespace tp::catalog

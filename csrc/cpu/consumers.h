@@ -15,6 +15,7 @@ namespace tp::cpu {
 using engine::Grads4;
 using engine::Grads5;
 using engine::Request;
+using engine::RowReduce;
 using engine::RowReduction;
 
 #define TP_DECLARE_CPU_CONSUMERS(ns)                                                                 \
@@ -24,9 +25,9 @@ using engine::RowReduction;
   at::Tensor matmul(const Request& req, const at::Tensor& v);                                        \
   Grads5 matmul_backward(const at::Tensor& grad, const Request& req, const at::Tensor& v,            \
                          std::array<bool, 5> mask);                                                  \
-  at::Tensor row_reduce(const Request& req, RowReduction reduction);                                 \
-  Grads4 row_reduce_backward(const at::Tensor& grad, const Request& req, RowReduction reduction,      \
-                             const at::Tensor& result, std::array<bool, 4> mask);                    \
+  at::Tensor row_reduce(const Request& req, const RowReduce& reduction);                                 \
+  Grads5 row_reduce_backward(const at::Tensor& grad, const Request& req, const RowReduce& reduction,      \
+                             const at::Tensor& result, std::array<bool, 5> mask);                    \
   std::tuple<at::Tensor, at::Tensor> topk(const Request& req, int64_t k, bool largest, bool nan_first); \
   std::tuple<at::Tensor, at::Tensor> softmax_matmul(const Request& req, const at::Tensor& v);         \
   Grads5 softmax_matmul_backward(const at::Tensor& grad, const Request& req, const at::Tensor& v,      \

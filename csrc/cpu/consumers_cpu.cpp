@@ -194,15 +194,53 @@ inline T lse_fold(LseState<T>& st, T* row, int64_t nc) {
   return factor;
 }
 
+// The tile row a logsumexp folds: scale * K_rc + weight_c (weight: log-weights of the
+// columns, or null), in place.
 template <typename T>
-at::Tensor row_reduce_impl(const Request& req, RowReduction reduction) {
-  const int64_t B = req.batch(), rows = req.rows();
-  const bool lse = reduction == RowReduction::kLogSumExp;
-  at::Tensor out = lse ? at::full({B, rows}, -std::numeric_limits<double>::infinity(), req.value_options())
-                       : at::zeros({B, rows}, req.value_options());
-  if (out.numel() == 0 || req.cols() == 0) return out;
+inline void lse_argument(T* row, int64_t nc, T scale, const T* weight) {
+  using V = Vec<T>;
+  constexpr int64_t L = V::size();
+  if (scale == T(1) && !weight) return;
+  const V s(scale);
+  for (int64_t c = 0; c < nc; c += L) {
+    const int64_t count = std::min<int64_t>(L, nc - c);
+    V t = V::loadu(row + c, count) * s;
+    if (weight) t = t + V::loadu(weight + c, count);
+    t.store(row + c, count);
+  }
+}
+
+// #{c : row[c] <= threshold} (NaN never counts).
+template <typename T>
+inline int64_t count_at_most(const T* row, int64_t nc, T threshold) {
+  using V = Vec<T>;
+  constexpr int64_t L = V::size();
+  const V t(threshold);
+  int64_t n = 0;
+  int64_t c = 0;
+  for (; c + L <= nc; c += L) {
+    const int zero = (V::loadu(row + c) <= t).zero_mask();  // bit i set: lane i failed
+    n += L - __builtin_popcountll(static_cast<unsigned long long>(static_cast<unsigned>(zero)));
+  }
+  for (; c < nc; ++c) n += row[c] <= threshold;
+  return n;
+}
+
+template <typename T>
+at::Tensor row_reduce_impl(const Request& req, const RowReduce& reduction) {
+  const int64_t B = req.batch(), rows = req.rows(), cols = req.cols();
+  const bool lse = reduction.kind == RowReduction::kLogSumExp;
+  const bool count = reduction.kind == RowReduction::kCount;
+  at::Tensor out = lse     ? at::full({B, rows}, -std::numeric_limits<double>::infinity(), req.value_options())
+                   : count ? at::zeros({B, rows}, req.value_options().dtype(at::kLong))
+                           : at::zeros({B, rows}, req.value_options());
+  if (out.numel() == 0 || cols == 0) return out;
   auto src = make_sources<T>(req, req.spec.flipped);
-  T* o = out.data_ptr<T>();
+  T* o = count ? nullptr : out.data_ptr<T>();
+  int64_t* on = count ? out.data_ptr<int64_t>() : nullptr;
+  const T scale = T(reduction.scale), threshold = T(reduction.threshold);
+  const at::Tensor weight = reduction.weight.defined() ? reduction.weight.contiguous() : at::Tensor();
+  const T* wp = weight.defined() ? weight.data_ptr<T>() : nullptr;
   for_each_row_block<T>(src, [&](int64_t b, const TileSource<T>& s, int64_t r0, int64_t nr) {
     using V = Vec<T>;
     constexpr int64_t L = V::size();
@@ -211,12 +249,17 @@ at::Tensor row_reduce_impl(const Request& req, RowReduction reduction) {
     std::vector<LseState<T>> state(lse ? nr : 0);
     for_each_col_block<T>(s, [&](int64_t c0, int64_t nc) {
       s.produce(r0, nr, c0, nc, tile, ld);
+      const T* wb = wp ? wp + b * cols + c0 : nullptr;
       for (int64_t r = 0; r < nr; ++r) {
+        T* t = tile + r * ld;
         if (lse) {
-          lse_fold(state[r], tile + r * ld, nc);
+          lse_argument(t, nc, scale, wb);
+          lse_fold(state[r], t, nc);
+        } else if (count) {
+          on[b * rows + r0 + r] += count_at_most(t, nc, threshold);
         } else {
           V sum(T(0));
-          for (int64_t c = 0; c < nc; c += L) sum = sum + V::loadu(tile + r * ld + c, std::min<int64_t>(L, nc - c));
+          for (int64_t c = 0; c < nc; c += L) sum = sum + V::loadu(t + c, std::min<int64_t>(L, nc - c));
           o[b * rows + r0 + r] += hsum(sum);
         }
       }
@@ -228,39 +271,61 @@ at::Tensor row_reduce_impl(const Request& req, RowReduction reduction) {
 }
 
 template <typename T>
-Grads4 row_reduce_backward_impl(const at::Tensor& grad_in, const Request& req, RowReduction reduction,
-                                const at::Tensor& result_in, std::array<bool, 4> mask) {
+Grads5 row_reduce_backward_impl(const at::Tensor& grad_in, const Request& req, const RowReduce& reduction,
+                                const at::Tensor& result_in, std::array<bool, 5> mask) {
+  TORCH_CHECK(reduction.kind != RowReduction::kCount, "torchpair: a count has no gradient");
   const at::Tensor grad = grad_in.contiguous(), result = result_in.contiguous();  // [B, rows]
-  const int64_t rows = grad.size(1);
+  const int64_t rows = grad.size(1), cols = req.cols();
   const T* gp = grad.data_ptr<T>();
   const T* res = result.data_ptr<T>();
-  if (reduction == RowReduction::kSum) {
-    return backward<T>(
-        req, mask, 0, nullptr,
+  const std::array<bool, 4> mask4{mask[0], mask[1], mask[2], mask[3]};
+  if (reduction.kind == RowReduction::kSum) {
+    auto g = backward<T>(
+        req, mask4, 0, nullptr,
         [&](int64_t b, bool flipped, int64_t r0, int64_t nr, int64_t c0, int64_t nc, T* buf, int64_t ld) {
           const T* gb = gp + b * rows;
           for (int64_t r = 0; r < nr; ++r)
             for (int64_t c = 0; c < nc; ++c) buf[r * ld + c] = flipped == req.spec.flipped ? gb[r0 + r] : gb[c0 + c];
         },
         NoExtra{});
+    return {g[0], g[1], g[2], g[3], at::Tensor()};
   }
-  // logsumexp: dL/dK_rc = grad_r * exp(K_rc - lse_r) (0 on rows whose lse is -inf).
-  return backward<T>(
-      req, mask, 0, nullptr,
+  // logsumexp: with p_rc = exp(scale K_rc + w_c - lse_r) (0 on rows whose lse is -inf),
+  // dL/dK_rc = grad_r scale p_rc and dL/dw_c = sum_r grad_r p_rc.
+  const T scale = T(reduction.scale);
+  const at::Tensor weight = reduction.weight.defined() ? reduction.weight.contiguous() : at::Tensor();
+  const T* wp = weight.defined() ? weight.data_ptr<T>() : nullptr;
+  auto prob = [&](int64_t b, int64_t r, int64_t c, T k) {
+    const T l = res[b * rows + r];
+    if (l == -std::numeric_limits<T>::infinity()) return T(0);
+    return std::exp(scale * k + (wp ? wp[b * cols + c] : T(0)) - l);
+  };
+  at::Tensor dw;
+  auto g = backward<T>(
+      req, mask4, mask[4] && wp ? 1 : 0, &dw,
       [&](const TileSource<T>& s, int64_t b, bool flipped, int64_t r0, int64_t nr, int64_t c0, int64_t nc, T* buf,
           int64_t ld) {
         s.produce(r0, nr, c0, nc, buf, ld);
         const T* gb = gp + b * rows;
-        const T* lb = res + b * rows;
         const bool own = flipped == req.spec.flipped;
         for (int64_t r = 0; r < nr; ++r)
           for (int64_t c = 0; c < nc; ++c) {
-            const int64_t i = own ? r0 + r : c0 + c;
-            const T l = lb[i];
-            buf[r * ld + c] = l == -std::numeric_limits<T>::infinity() ? T(0) : gb[i] * std::exp(buf[r * ld + c] - l);
+            const int64_t i = own ? r0 + r : c0 + c, j = own ? c0 + c : r0 + r;
+            buf[r * ld + c] = gb[i] * scale * prob(b, i, j, buf[r * ld + c]);
           }
       },
-      NoExtra{});
+      // dw_c += sum_r grad_r p_rc; the flipped sweep's rows are the operator's columns
+      [&](int64_t b, bool flipped, int64_t r0, int64_t nr, int64_t c0, int64_t nc, const T* values, int64_t ldv,
+          T* dextra) {
+        const T* gb = gp + b * rows;
+        const bool own = flipped == req.spec.flipped;
+        for (int64_t r = 0; r < nr; ++r)
+          for (int64_t c = 0; c < nc; ++c) {
+            const int64_t i = own ? r0 + r : c0 + c, j = own ? c0 + c : r0 + r;
+            (own ? dextra[c] : dextra[r]) += gb[i] * prob(b, i, j, values[r * ldv + c]);
+          }
+      });
+  return {g[0], g[1], g[2], g[3], dw.defined() ? dw.squeeze(-1) : dw};
 }
 
 // ---- top-k (min / max / argmin / argmax are k = 1) ------------------------------------
@@ -491,11 +556,11 @@ at::Tensor matmul(const Request& req, const at::Tensor& v) {
 Grads5 matmul_backward(const at::Tensor& grad, const Request& req, const at::Tensor& v, std::array<bool, 5> mask) {
   return TP_FLOATING("torchpair_matmul_backward", matmul_backward_impl<scalar_t>(grad, req, v, mask));
 }
-at::Tensor row_reduce(const Request& req, RowReduction reduction) {
+at::Tensor row_reduce(const Request& req, const RowReduce& reduction) {
   return TP_FLOATING("torchpair_row_reduce", row_reduce_impl<scalar_t>(req, reduction));
 }
-Grads4 row_reduce_backward(const at::Tensor& grad, const Request& req, RowReduction reduction,
-                           const at::Tensor& result, std::array<bool, 4> mask) {
+Grads5 row_reduce_backward(const at::Tensor& grad, const Request& req, const RowReduce& reduction,
+                           const at::Tensor& result, std::array<bool, 5> mask) {
   return TP_FLOATING("torchpair_row_reduce_backward",
                      row_reduce_backward_impl<scalar_t>(grad, req, reduction, result, mask));
 }

@@ -55,9 +55,9 @@ at::Tensor matmul(const Request& req, const at::Tensor& v) { TP_FORWARD(matmul, 
 Grads5 matmul_backward(const at::Tensor& grad, const Request& req, const at::Tensor& v, std::array<bool, 5> mask) {
   TP_FORWARD(matmul_backward, grad, req, v, mask)
 }
-at::Tensor row_reduce(const Request& req, RowReduction reduction) { TP_FORWARD(row_reduce, req, reduction) }
-Grads4 row_reduce_backward(const at::Tensor& grad, const Request& req, RowReduction reduction,
-                           const at::Tensor& result, std::array<bool, 4> mask) {
+at::Tensor row_reduce(const Request& req, const RowReduce& reduction) { TP_FORWARD(row_reduce, req, reduction) }
+Grads5 row_reduce_backward(const at::Tensor& grad, const Request& req, const RowReduce& reduction,
+                           const at::Tensor& result, std::array<bool, 5> mask) {
   TP_FORWARD(row_reduce_backward, grad, req, reduction, result, mask)
 }
 std::tuple<at::Tensor, at::Tensor> topk(const Request& req, int64_t k, bool largest, bool nan_first) {

@@ -31,9 +31,9 @@ struct Engine {
   static Grads5 matmul_backward(const at::Tensor& g, const Request& r, const at::Tensor& v, std::array<bool, 5> m) {
     TP_CPU_OR_GENERIC(matmul_backward, g, r, v, m)
   }
-  static at::Tensor row_reduce(const Request& r, RowReduction red) { TP_CPU_OR_GENERIC(row_reduce, r, red) }
-  static Grads4 row_reduce_backward(const at::Tensor& g, const Request& r, RowReduction red, const at::Tensor& res,
-                                    std::array<bool, 4> m) {
+  static at::Tensor row_reduce(const Request& r, const RowReduce& red) { TP_CPU_OR_GENERIC(row_reduce, r, red) }
+  static Grads5 row_reduce_backward(const at::Tensor& g, const Request& r, const RowReduce& red, const at::Tensor& res,
+                                    std::array<bool, 5> m) {
     TP_CPU_OR_GENERIC(row_reduce_backward, g, r, red, res, m)
   }
   static std::tuple<at::Tensor, at::Tensor> topk(const Request& r, int64_t k, bool largest, bool nan_first) {

@@ -23,8 +23,18 @@ struct Request {
   int64_t cols() const { return spec.flipped ? x.size(1) : y.size(1); }
 };
 
-// The row reductions of the _row_reduce operator.
-enum class RowReduction : int { kSum = 0, kLogSumExp = 1 };
+// The row reductions of the _row_reduce operator:
+//   kSum        sum_c K_rc
+//   kLogSumExp  log sum_c exp(scale K_rc + weight_c)   (weight: log-weights, optional)
+//   kCount      #{c : K_rc <= threshold}              (int64; NaN never counts)
+enum class RowReduction : int { kSum = 0, kLogSumExp = 1, kCount = 2 };
+
+struct RowReduce {
+  RowReduction kind = RowReduction::kSum;
+  double scale = 1.0;
+  at::Tensor weight;  // [B, cols] in the value dtype, or undefined (logsumexp only)
+  double threshold = 0.0;
+};
 
 // Gradients with respect to (x, y, a, b[, v]); undefined where not requested.
 using Grads4 = std::array<at::Tensor, 4>;

@@ -9,9 +9,9 @@ engine::Grads4 dense_backward(const at::Tensor& grad, const engine::Request& req
 at::Tensor matmul(const engine::Request& req, const at::Tensor& v);
 engine::Grads5 matmul_backward(const at::Tensor& grad, const engine::Request& req, const at::Tensor& v,
                                std::array<bool, 5> mask);
-at::Tensor row_reduce(const engine::Request& req, engine::RowReduction reduction);
-engine::Grads4 row_reduce_backward(const at::Tensor& grad, const engine::Request& req, engine::RowReduction reduction,
-                                   const at::Tensor& result, std::array<bool, 4> mask);
+at::Tensor row_reduce(const engine::Request& req, const engine::RowReduce& reduction);
+engine::Grads5 row_reduce_backward(const at::Tensor& grad, const engine::Request& req, const engine::RowReduce& reduction,
+                                   const at::Tensor& result, std::array<bool, 5> mask);
 std::tuple<at::Tensor, at::Tensor> topk(const engine::Request& req, int64_t k, bool largest, bool nan_first);
 std::tuple<at::Tensor, at::Tensor> softmax_matmul(const engine::Request& req, const at::Tensor& v);
 engine::Grads5 softmax_matmul_backward(const at::Tensor& grad, const engine::Request& req, const at::Tensor& v,

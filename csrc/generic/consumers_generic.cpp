@@ -519,46 +519,99 @@ engine::Grads5 matmul_backward(const at::Tensor& grad, const Request& req, const
   return {g[0], g[1], g[2], g[3], dv};
 }
 
-at::Tensor row_reduce(const Request& req, engine::RowReduction reduction) {
+// scale * values + weight[.., j0 : j0 + nj] (the weight of the operator's columns, which
+// are the last dimension of values when cols_last), the argument of a logsumexp.
+at::Tensor lse_argument(const engine::RowReduce& r, const at::Tensor& values, int64_t j0, int64_t nj, bool cols_last) {
+  at::Tensor t = r.scale == 1.0 ? values : values * r.scale;
+  if (r.weight.defined()) {
+    const at::Tensor w = r.weight.narrow(1, j0, nj);
+    t = t + (cols_last ? w.unsqueeze(1) : w.unsqueeze(2));
+  }
+  return t;
+}
+
+at::Tensor row_reduce(const Request& req, const engine::RowReduce& reduction) {
   auto ev = make_evaluator(req.spec, req.value_type);
   Sweep sw(req, req.spec.flipped, *ev);
-  if (reduction == engine::RowReduction::kSum) {
-    at::Tensor out = at::zeros({req.batch(), sw.rows()}, req.value_options());
-    sw.for_each([&](int64_t r0, int64_t nr, int64_t c0, int64_t nc) {
-      out.narrow(1, r0, nr).add_(ev->values(sw.tile(r0, nr, c0, nc)).sum(-1));
-    });
-    return out;
+  switch (reduction.kind) {
+    case engine::RowReduction::kSum: {
+      at::Tensor out = at::zeros({req.batch(), sw.rows()}, req.value_options());
+      sw.for_each([&](int64_t r0, int64_t nr, int64_t c0, int64_t nc) {
+        out.narrow(1, r0, nr).add_(ev->values(sw.tile(r0, nr, c0, nc)).sum(-1));
+      });
+      return out;
+    }
+    case engine::RowReduction::kCount: {
+      at::Tensor out = at::zeros({req.batch(), sw.rows()}, req.value_options().dtype(at::kLong));
+      sw.for_each([&](int64_t r0, int64_t nr, int64_t c0, int64_t nc) {
+        out.narrow(1, r0, nr).add_(ev->values(sw.tile(r0, nr, c0, nc)).le(reduction.threshold).sum(-1));
+      });
+      return out;
+    }
+    default:
+      break;
   }
-  // logsumexp over column chunks: combine chunk results with a stable logaddexp.
+  // logsumexp over column chunks of scale * K + weight: chunk results combined with a
+  // stable logaddexp.
   at::Tensor out = at::full({req.batch(), sw.rows()}, -std::numeric_limits<double>::infinity(), req.value_options());
   sw.for_each([&](int64_t r0, int64_t nr, int64_t c0, int64_t nc) {
     at::Tensor blk = out.narrow(1, r0, nr);
-    blk.copy_(at::logaddexp(blk, at::logsumexp(ev->values(sw.tile(r0, nr, c0, nc)), {-1})));
+    blk.copy_(at::logaddexp(blk, at::logsumexp(lse_argument(reduction, ev->values(sw.tile(r0, nr, c0, nc)), c0, nc,
+                                                            true),
+                                               {-1})));
   });
   return out;
 }
 
-engine::Grads4 row_reduce_backward(const at::Tensor& grad, const Request& req, engine::RowReduction reduction,
-                                   const at::Tensor& result, std::array<bool, 4> mask) {
-  if (reduction == engine::RowReduction::kSum)
-    return backward_sweeps(
-        req, mask, false,
+engine::Grads5 row_reduce_backward(const at::Tensor& grad, const Request& req, const engine::RowReduce& reduction,
+                                   const at::Tensor& result, std::array<bool, 5> mask) {
+  TORCH_CHECK(reduction.kind != engine::RowReduction::kCount, "torchpair: a count has no gradient");
+  const std::array<bool, 4> mask4{mask[0], mask[1], mask[2], mask[3]};
+  const auto none = [](int64_t, int64_t, int64_t, int64_t, const at::Tensor&) {};
+  if (reduction.kind == engine::RowReduction::kSum) {
+    auto g = backward_sweeps(
+        req, mask4, false,
         [&](bool flipped, int64_t r0, int64_t nr, int64_t c0, int64_t nc) {
           return flipped == req.spec.flipped ? grad.narrow(1, r0, nr).unsqueeze(2).expand({-1, nr, nc})
                                              : grad.narrow(1, c0, nc).unsqueeze(1).expand({-1, nr, nc});
         },
-        [](int64_t, int64_t, int64_t, int64_t, const at::Tensor&) {});
-  // logsumexp: dL/dK_rc = grad_r exp(K_rc - lse_r), 0 on rows whose lse is -inf
-  return backward_sweeps(
-      req, mask, false,
+        none);
+    return {g[0], g[1], g[2], g[3], at::Tensor()};
+  }
+  // logsumexp: p_rc = exp(scale K_rc + w_c - lse_r) (0 on rows whose lse is -inf);
+  // dL/dK_rc = grad_r scale p_rc, dL/dw_c = sum_r grad_r p_rc.
+  const bool want_w = mask[4] && reduction.weight.defined();
+  at::Tensor dw = want_w ? at::zeros_like(reduction.weight) : at::Tensor();
+  auto prob = [&](const at::Tensor& values, bool own, int64_t r0, int64_t nr, int64_t c0, int64_t nc) {
+    // values in the sweep's orientation; op rows are the sweep's rows when own
+    const at::Tensor k = own ? values : values.transpose(1, 2);  // [B, op rows, op cols]
+    const int64_t i0 = own ? r0 : c0, ni = own ? nr : nc, j0 = own ? c0 : r0, nj = own ? nc : nr;
+    const at::Tensor l = result.narrow(1, i0, ni).unsqueeze(2);
+    const at::Tensor p = at::where(at::isneginf(l), at::zeros({}, l.options()),
+                                   at::exp(lse_argument(reduction, k, j0, nj, true) - l));
+    return std::make_tuple(p, grad.narrow(1, i0, ni).unsqueeze(2));
+  };
+  auto g = backward_sweeps(
+      req, mask4, false,
       [&](const Evaluator& ev, const Tile& t, bool flipped, int64_t r0, int64_t nr, int64_t c0, int64_t nc) {
         const bool own = flipped == req.spec.flipped;
-        const at::Tensor g = own ? grad.narrow(1, r0, nr).unsqueeze(2) : grad.narrow(1, c0, nc).unsqueeze(1);
-        const at::Tensor l = own ? result.narrow(1, r0, nr).unsqueeze(2) : result.narrow(1, c0, nc).unsqueeze(1);
-        const at::Tensor p = at::where(at::isneginf(l), at::zeros({}, l.options()), at::exp(ev.values(t) - l));
-        return g * p;
+        auto [p, gr] = prob(ev.values(t), own, r0, nr, c0, nc);
+        if (want_w && own) dw.narrow(1, c0, nc).add_((gr * p).sum(1));
+        const at::Tensor gk = gr * p * reduction.scale;
+        return own ? gk : gk.transpose(1, 2);
       },
-      [](int64_t, int64_t, int64_t, int64_t, const at::Tensor&) {});
+      none);
+  const bool own_pass_ran = req.spec.flipped ? (mask4[1] || mask4[3]) : (mask4[0] || mask4[2]);
+  if (want_w && !own_pass_ran) {
+    // dw accumulates in the operator's own orientation; that sweep did not run
+    auto ev = make_evaluator(req.spec, req.value_type);
+    Sweep sw(req, req.spec.flipped, *ev);
+    sw.for_each([&](int64_t r0, int64_t nr, int64_t c0, int64_t nc) {
+      auto [p, gr] = prob(ev->values(sw.tile(r0, nr, c0, nc)), true, r0, nr, c0, nc);
+      dw.narrow(1, c0, nc).add_((gr * p).sum(1));
+    });
+  }
+  return {g[0], g[1], g[2], g[3], dw};
 }
 
 // Running top-k merged chunk by chunk. Candidates are kept in column order and sorted

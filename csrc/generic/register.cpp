@@ -11,6 +11,7 @@ namespace {
 using engine::Grads4;
 using engine::Grads5;
 using engine::Request;
+using engine::RowReduce;
 using engine::RowReduction;
 
 struct Engine {
@@ -23,9 +24,9 @@ struct Engine {
   static Grads5 matmul_backward(const at::Tensor& g, const Request& r, const at::Tensor& v, std::array<bool, 5> m) {
     return generic::matmul_backward(g, r, v, m);
   }
-  static at::Tensor row_reduce(const Request& r, RowReduction red) { return generic::row_reduce(r, red); }
-  static Grads4 row_reduce_backward(const at::Tensor& g, const Request& r, RowReduction red, const at::Tensor& res,
-                                    std::array<bool, 4> m) {
+  static at::Tensor row_reduce(const Request& r, const RowReduce& red) { return generic::row_reduce(r, red); }
+  static Grads5 row_reduce_backward(const at::Tensor& g, const Request& r, const RowReduce& red, const at::Tensor& res,
+                                    std::array<bool, 5> m) {
     return generic::row_reduce_backward(g, r, red, res, m);
   }
   static std::tuple<at::Tensor, at::Tensor> topk(const Request& r, int64_t k, bool largest, bool nan_first) {

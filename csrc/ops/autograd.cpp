@@ -136,31 +136,39 @@ struct DenseFunction : public torch::autograd::Function<DenseFunction> {
 
 // ---- _row_reduce ------------------------------------------------------------------------
 using ReduceSig = at::Tensor(const at::Tensor&, const at::Tensor&, const Opt&, const Opt&, c10::string_view,
-                             c10::string_view, at::ArrayRef<double>, bool, bool, Dtype);
-using ReduceBackSig = Back4(const at::Tensor&, const at::Tensor&, const at::Tensor&, const Opt&, const Opt&,
+                             c10::string_view, at::ArrayRef<double>, bool, bool, Dtype, double, const Opt&, double);
+using ReduceBackSig = Back5(const at::Tensor&, const at::Tensor&, const at::Tensor&, const Opt&, const Opt&,
                             c10::string_view, const at::Tensor&, c10::string_view, at::ArrayRef<double>, bool, bool,
-                            Dtype, Mask4);
+                            Dtype, double, const Opt&, Mask5);
 
 struct RowReduceFunction : public torch::autograd::Function<RowReduceFunction> {
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, const at::Tensor& y, const Opt& a,
                             const Opt& b, c10::string_view reduction, c10::string_view kernel,
-                            at::ArrayRef<double> scalars, bool symmetric, bool transpose, Dtype dtype) {
-    const at::Tensor result =
-        BelowAutograd<kRowReduce, ReduceSig>::call(x, y, a, b, reduction, kernel, scalars, symmetric, transpose, dtype);
-    save_operands(ctx, x, y, a, b, {result});
+                            at::ArrayRef<double> scalars, bool symmetric, bool transpose, Dtype dtype, double scale,
+                            const Opt& weight, double threshold) {
+    const at::Tensor result = BelowAutograd<kRowReduce, ReduceSig>::call(x, y, a, b, reduction, kernel, scalars,
+                                                                         symmetric, transpose, dtype, scale, weight,
+                                                                         threshold);
+    save_operands(ctx, x, y, a, b, {result, weight.value_or(at::Tensor())});
     engine_of(kernel, scalars, symmetric, transpose, dtype).save(ctx);
     ctx->saved_data["reduction"] = std::string(reduction);
+    ctx->saved_data["scale"] = scale;
     return result;
   }
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
     const auto s = ctx->get_saved_variables();
     const Engine e = Engine::load(ctx);
-    const auto mask = needed<4>(ctx, {true, true, s[2].defined(), s[3].defined()});
+    const auto mask = needed<5>(ctx, {true, true, s[2].defined(), s[3].defined(), s[5].defined()});
     static auto op = handle<ReduceBackSig>("torchpair::_row_reduce_backward");
-    return four_then_none(mask, op.call(grads[0], s[0], s[1], maybe(s[2]), maybe(s[3]),
-                                        ctx->saved_data["reduction"].toStringRef(), s[4], e.kernel, e.scalars,
-                                        e.symmetric, e.transpose, e.dtype, mask),
-                          6);
+    auto [dx, dy, da, db, dw] =
+        op.call(grads[0], s[0], s[1], maybe(s[2]), maybe(s[3]), ctx->saved_data["reduction"].toStringRef(), s[4],
+                e.kernel, e.scalars, e.symmetric, e.transpose, e.dtype, ctx->saved_data["scale"].toDouble(),
+                maybe(s[5]), mask);
+    variable_list out{grad_or_none(mask[0], dx), grad_or_none(mask[1], dy), grad_or_none(mask[2], da),
+                      grad_or_none(mask[3], db)};
+    out.resize(13);
+    out[11] = grad_or_none(mask[4], dw);
+    return out;
   }
 };
 
@@ -315,11 +323,13 @@ TORCH_LIBRARY_IMPL(torchpair, Autograd, m) {
   });
   m.impl("_row_reduce", [](const Tensor& x, const Tensor& y, const Opt& a, const Opt& b, c10::string_view reduction,
                            c10::string_view kernel, at::ArrayRef<double> scalars, bool symmetric, bool transpose,
-                           Dtype dtype) {
-    if (!records_graph(x, y, a, b))
+                           Dtype dtype, double scale, const Opt& weight, double threshold) {
+    // a count (int64) has no gradient: no graph, whatever requires grad
+    if (reduction == "count" || !records_graph(x, y, a, b, weight))
       return BelowAutograd<kRowReduce, ReduceSig>::call(x, y, a, b, reduction, kernel, scalars, symmetric, transpose,
-                                                        dtype);
-    return RowReduceFunction::apply(x, y, a, b, reduction, kernel, scalars, symmetric, transpose, dtype);
+                                                        dtype, scale, weight, threshold);
+    return RowReduceFunction::apply(x, y, a, b, reduction, kernel, scalars, symmetric, transpose, dtype, scale, weight,
+                                    threshold);
   });
   m.impl("_matmul", [](const Tensor& x, const Tensor& y, const Opt& a, const Opt& b, const Tensor& v,
                        c10::string_view kernel, at::ArrayRef<double> scalars, bool symmetric, bool transpose,
@@ -353,8 +363,8 @@ TORCH_LIBRARY_IMPL(torchpair, Autograd, m) {
   using AR = at::ArrayRef<double>;
   m.impl("_dense_backward", &no_double_backward<kDenseBackward, Back4, CT, CT, CT, CO, CO, SV, AR, bool, bool, Dtype,
                                                 std::array<bool, 4>>);
-  m.impl("_row_reduce_backward", &no_double_backward<kReduceBackward, Back4, CT, CT, CT, CO, CO, SV, CT, SV, AR, bool,
-                                                     bool, Dtype, std::array<bool, 4>>);
+  m.impl("_row_reduce_backward", &no_double_backward<kReduceBackward, Back5, CT, CT, CT, CO, CO, SV, CT, SV, AR, bool,
+                                                     bool, Dtype, double, CO, std::array<bool, 5>>);
   m.impl("_matmul_backward", &no_double_backward<kMatmulBackward, Back5, CT, CT, CT, CO, CO, CT, SV, AR, bool, bool,
                                                  Dtype, std::array<bool, 5>>);
   m.impl("_softmax_matmul_backward", &no_double_backward<kSoftmaxBackward, Back5, CT, CT, CT, CO, CO, CT, CT, CT, SV,

@@ -35,10 +35,11 @@ at::Tensor lazy_matmul(const at::Tensor& x, const std::optional<at::Tensor>& y, 
 
 at::Tensor lazy_reduce(const at::Tensor& x, const std::optional<at::Tensor>& y, const std::string& metric,
                        const std::string& reduction, std::optional<int64_t> dim, bool transpose,
-                       const ComparisonOptions& o) {
-  static auto op = handle<at::Tensor(CT, const Opt&, SV, SV, std::optional<int64_t>, bool TP_PARAM_TYPES)>(
-      "torchpair::lazy_reduce");
-  return op.call(x, y, metric, reduction, dim, transpose TP_PARAM_FIELDS);
+                       const ComparisonOptions& o, double scale, const std::optional<at::Tensor>& log_weight,
+                       std::optional<double> threshold) {
+  static auto op = handle<at::Tensor(CT, const Opt&, SV, SV, std::optional<int64_t>, bool, double, const Opt&,
+                                     std::optional<double> TP_PARAM_TYPES)>("torchpair::lazy_reduce");
+  return op.call(x, y, metric, reduction, dim, transpose, scale, log_weight, threshold TP_PARAM_FIELDS);
 }
 
 std::tuple<at::Tensor, at::Tensor> lazy_topk(const at::Tensor& x, const std::optional<at::Tensor>& y,
@@ -101,10 +102,12 @@ at::Tensor matmul(const Core& c, const at::Tensor& v) {
   return op.call(c.x, c.y, c.a, c.b, v, c.kernel, c.scalars, c.symmetric, c.transpose, c.dtype);
 }
 
-at::Tensor row_reduce(const Core& c, const std::string& reduction) {
-  static auto op = handle<at::Tensor(CT, CT, const Opt&, const Opt&, SV, SV, at::ArrayRef<double>, bool, bool,
-                                     Dtype)>("torchpair::_row_reduce");
-  return op.call(c.x, c.y, c.a, c.b, reduction, c.kernel, c.scalars, c.symmetric, c.transpose, c.dtype);
+at::Tensor row_reduce(const Core& c, const std::string& reduction, double scale, const std::optional<at::Tensor>& weight,
+                      double threshold) {
+  static auto op = handle<at::Tensor(CT, CT, const Opt&, const Opt&, SV, SV, at::ArrayRef<double>, bool, bool, Dtype,
+                                     double, const Opt&, double)>("torchpair::_row_reduce");
+  return op.call(c.x, c.y, c.a, c.b, reduction, c.kernel, c.scalars, c.symmetric, c.transpose, c.dtype, scale, weight,
+                 threshold);
 }
 
 std::tuple<at::Tensor, at::Tensor> topk(const Core& c, int64_t k, bool largest, bool nan_first) {

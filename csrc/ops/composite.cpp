@@ -9,6 +9,7 @@
 #include <torch/library.h>
 #include <torch/version.h>
 
+#include <cmath>
 #include <sstream>
 
 #include "catalog/catalog.h"
@@ -225,25 +226,57 @@ int64_t check_dim(const char* op, int64_t dim) {
 bool flip_for(int64_t dim, bool transpose) { return dim == -2 ? !transpose : transpose; }
 
 at::Tensor lazy_reduce_op(const at::Tensor& x, const Opt& y, c10::string_view metric, c10::string_view reduction,
-                          std::optional<int64_t> dim, bool transpose TP_PARAM_DECLS) {
+                          std::optional<int64_t> dim, bool transpose, double scale, const Opt& log_weight,
+                          std::optional<double> threshold TP_PARAM_DECLS) {
   TP_PACK_PARAMS(opts);
   const char* op = "lazy_reduce";
   const auto& info = catalog::lookup(std::string(metric), op);
-  TORCH_CHECK_VALUE(reduction == "sum" || reduction == "mean" || reduction == "logsumexp", "torchpair.", op,
-                    ": 'reduction' must be \"sum\", \"mean\" or \"logsumexp\", got \"", reduction, "\"");
+  TORCH_CHECK_VALUE(reduction == "sum" || reduction == "mean" || reduction == "logsumexp" || reduction == "count",
+                    "torchpair.", op, ": 'reduction' must be \"sum\", \"mean\", \"logsumexp\" or \"count\", got \"",
+                    reduction, "\"");
   if (dim.has_value()) check_dim(op, *dim);
-  Flat f = flatten(op, info, x, y);
+  const bool lse = reduction == "logsumexp", count = reduction == "count";
+  TORCH_CHECK_VALUE(lse || (scale == 1.0 && !log_weight.has_value()), "torchpair.", op,
+                    ": 'scale' and 'log_weight' apply to reduction \"logsumexp\" only");
+  TORCH_CHECK_VALUE(std::isfinite(scale), "torchpair.", op, ": 'scale' must be finite, got ", scale);
+  TORCH_CHECK_VALUE(count == threshold.has_value(), "torchpair.", op,
+                    count ? ": reduction \"count\" needs a 'threshold'" : ": 'threshold' applies to reduction \"count\" only");
+  TORCH_CHECK_VALUE(!log_weight.has_value() || dim.has_value(), "torchpair.", op,
+                    ": 'log_weight' needs 'dim' (-1 or -2): it weighs the reduced dimension");
+  SymShape wbatch;
+  if (log_weight.has_value()) {
+    TORCH_CHECK_VALUE(log_weight->dim() >= 1, "torchpair.", op,
+                      ": 'log_weight' must have shape [..., L] (L: the size of the reduced dimension), got a 0-d tensor");
+    TORCH_CHECK_VALUE(log_weight->device() == x.device(), "torchpair.", op, ": 'log_weight' is on ",
+                      log_weight->device(), " but 'x' is on ", x.device());
+    TORCH_CHECK_TYPE(at::isFloatingType(log_weight->scalar_type()), "torchpair.", op,
+                     ": 'log_weight' must be floating, got ", dtype_name(log_weight->scalar_type()));
+    wbatch = batch_of(*log_weight, 1);
+  }
+  Flat f = log_weight.has_value() ? flatten(op, info, x, y, &wbatch, "log_weight") : flatten(op, info, x, y);
   const auto prep = prepare(op, info, f, opts);
   const bool flip = flip_for(dim.value_or(-1), transpose);
-  const bool lse = reduction == "logsumexp";
-  const at::Tensor rows = row_reduce(core_of(prep, flip), lse ? "logsumexp" : "sum");  // [B, rows]
-  const c10::SymInt& reduced = flip ? f.n : f.m;                                      // per-row count
+  const c10::SymInt& reduced = flip ? f.n : f.m;  // per-row count
+  Opt weight;
+  if (log_weight.has_value()) {
+    TORCH_CHECK_VALUE(log_weight->sym_size(-1) == reduced, "torchpair.", op, ": 'log_weight' has ",
+                      log_weight->sym_size(-1), " entries but the reduced dimension has ", reduced);
+    const at::ScalarType vt = prep.dtype.value_or(f.in.x.scalar_type());
+    SymShape full = f.batch;
+    full.push_back(reduced);
+    const at::Tensor w = log_weight->to(vt);
+    weight = (f.batch.empty() ? w.unsqueeze(0) : w.expand_symint(full).reshape_symint({f.B, reduced})).contiguous();
+  }
+  const at::Tensor rows = row_reduce(core_of(prep, flip), lse ? "logsumexp" : count ? "count" : "sum", scale, weight,
+                                     threshold.value_or(0.0));  // [B, rows]
   at::Tensor out;
-  // mean: divided by the (possibly symbolic) count; 0/0 = NaN over an empty set, as torch.mean
   if (dim.has_value()) {
+    if (count) return restore_shape(rows, f, {flip ? f.m : f.n});
+    // mean: divided by the (possibly symbolic) count; 0/0 = NaN over an empty set, as torch.mean
     out = reduction == "mean" ? rows.div(c10::Scalar(reduced)) : rows;
     return restore(out, f, {flip ? f.m : f.n});
   }
+  if (count) return restore_shape(rows.sum(-1), f, {});
   if (lse) {
     out = at::logsumexp(rows, {-1});
   } else {
@@ -315,8 +348,9 @@ std::tuple<at::Tensor, at::Tensor> lazy_topk_op(const at::Tensor& x, const Opt& 
   // Euclidean distances rank exactly as their squares: select on the squared kernel and take
   // square roots of the k winners only (a sqrt per pair is a quarter of a D = 32 tile).
   Core core = core_of(prep, flip);
-  const bool squared = core.kernel == "euclidean_gemm" || core.kernel == "euclidean_direct";
-  if (squared) core.kernel = "sq" + core.kernel;
+  const char* squared_kernel = catalog::squared_kernel(core.kernel);
+  const bool squared = squared_kernel != nullptr;
+  if (squared) core.kernel = squared_kernel;
   auto [values, indices] = topk(core, k, largest, largest || nan == "propagate");
   if (squared) values = at::sqrt(values);
   if (requires_grad(prep)) values = differentiable_values(prep, flip, values, indices);

@@ -3,6 +3,8 @@
 // their arguments too: a wrong call is a clear error, never a crash.
 #include "ops/kernels.h"
 
+#include <cmath>
+
 #include "engines/kernel_id.h"
 
 namespace tp::ops::core {
@@ -82,11 +84,32 @@ void check_grad(const char* op, const at::Tensor& grad, const Request& req, at::
                     grad.sizes());
 }
 
-RowReduction parse_reduction(const char* op, c10::string_view reduction) {
-  if (reduction == "sum") return RowReduction::kSum;
-  if (reduction == "logsumexp") return RowReduction::kLogSumExp;
-  TORCH_CHECK_VALUE(false, "torchpair.", op, ": 'reduction' must be \"sum\" or \"logsumexp\", got \"", reduction,
-                    "\"");
+RowReduce make_reduce(const char* op, const Request& req, c10::string_view reduction, double scale, const Opt& weight,
+                      double threshold) {
+  RowReduce r;
+  if (reduction == "sum")
+    r.kind = RowReduction::kSum;
+  else if (reduction == "logsumexp")
+    r.kind = RowReduction::kLogSumExp;
+  else if (reduction == "count")
+    r.kind = RowReduction::kCount;
+  else
+    TORCH_CHECK_VALUE(false, "torchpair.", op, ": 'reduction' must be \"sum\", \"logsumexp\" or \"count\", got \"",
+                      reduction, "\"");
+  const bool lse = r.kind == RowReduction::kLogSumExp;
+  TORCH_CHECK_VALUE(lse || (scale == 1.0 && !weight.has_value()), "torchpair.", op,
+                    ": 'scale' and 'weight' apply to reduction \"logsumexp\" only");
+  TORCH_CHECK_VALUE(std::isfinite(scale), "torchpair.", op, ": 'scale' must be finite, got ", scale);
+  r.scale = scale;
+  r.threshold = threshold;
+  if (weight.has_value()) {
+    check_operand(op, "weight", *weight, 2, req.x, req.value_type);
+    TORCH_CHECK_VALUE(weight->size(0) == req.batch() && weight->size(1) == req.cols(), "torchpair.", op,
+                      ": 'weight' must have shape [B, cols] = [", req.batch(), ", ", req.cols(), "], got ",
+                      weight->sizes());
+    r.weight = weight->contiguous();
+  }
+  return r;
 }
 
 void check_topk(const char* op, int64_t k, const Request& req) {

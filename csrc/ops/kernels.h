@@ -26,6 +26,7 @@ using Dtype = std::optional<at::ScalarType>;
 using engine::Grads4;
 using engine::Grads5;
 using engine::Request;
+using engine::RowReduce;
 using engine::RowReduction;
 
 // Validation shared by every backend (ops/kernels.cpp). `op` names the operator in messages.
@@ -34,7 +35,10 @@ Request make_request(const char* op, const at::Tensor& x, const at::Tensor& y, c
                      Dtype dtype);
 void check_v(const char* op, const at::Tensor& v, const Request& req);
 void check_grad(const char* op, const at::Tensor& grad, const Request& req, at::IntArrayRef expected);
-RowReduction parse_reduction(const char* op, c10::string_view reduction);
+// A row reduction's name and arguments: "sum", "logsumexp" (scale, weight [B, cols]) or
+// "count" (threshold).
+engine::RowReduce make_reduce(const char* op, const Request& req, c10::string_view reduction, double scale,
+                              const Opt& weight, double threshold);
 void check_topk(const char* op, int64_t k, const Request& req);
 // x and y of the same shape (pdist, matched pairs); self_mask checked and returned.
 Request same_shape_request(const char* op, const at::Tensor& x, const at::Tensor& y, const Opt& a, const Opt& b,
@@ -82,20 +86,24 @@ struct Kernels {
   }
   static at::Tensor row_reduce(const at::Tensor& x, const at::Tensor& y, const Opt& a, const Opt& b,
                                c10::string_view reduction, c10::string_view kernel, at::ArrayRef<double> scalars,
-                               bool symmetric, bool transpose, Dtype dtype) {
+                               bool symmetric, bool transpose, Dtype dtype, double scale, const Opt& weight,
+                               double threshold) {
     auto req = make_request("_row_reduce", x, y, a, b, kernel, scalars, symmetric, transpose, dtype);
-    return E::row_reduce(req, parse_reduction("_row_reduce", reduction));
+    return E::row_reduce(req, make_reduce("_row_reduce", req, reduction, scale, weight, threshold));
   }
-  static Back4 row_reduce_backward(const at::Tensor& grad, const at::Tensor& x, const at::Tensor& y, const Opt& a,
+  static Back5 row_reduce_backward(const at::Tensor& grad, const at::Tensor& x, const at::Tensor& y, const Opt& a,
                                    const Opt& b, c10::string_view reduction, const at::Tensor& result,
                                    c10::string_view kernel, at::ArrayRef<double> scalars, bool symmetric,
-                                   bool transpose, Dtype dtype, std::array<bool, 4> mask) {
+                                   bool transpose, Dtype dtype, double scale, const Opt& weight,
+                                   std::array<bool, 5> mask) {
     const char* op = "_row_reduce_backward";
     auto req = make_request(op, x, y, a, b, kernel, scalars, symmetric, transpose, dtype);
-    const auto r = parse_reduction(op, reduction);
+    const auto r = make_reduce(op, req, reduction, scale, weight, 0.0);
+    TORCH_CHECK_VALUE(r.kind != RowReduction::kCount, "torchpair.", op, ": a count is not differentiable");
     check_grad(op, grad, req, {req.batch(), req.rows()});
     check_grad(op, result, req, {req.batch(), req.rows()});
-    return grads4(E::row_reduce_backward(grad.contiguous(), req, r, result.contiguous(), mask), req, mask);
+    const at::Tensor w = weight.has_value() ? *weight : at::Tensor();
+    return grads5(E::row_reduce_backward(grad.contiguous(), req, r, result.contiguous(), mask), req, w, mask);
   }
   static std::tuple<at::Tensor, at::Tensor> topk(const at::Tensor& x, const at::Tensor& y, const Opt& a,
                                                  const Opt& b, int64_t k, bool largest, bool nan_first,

@@ -47,10 +47,12 @@ at::Tensor pairwise(const at::Tensor& x, const std::optional<at::Tensor>& y, con
                     const ComparisonOptions& o);
 at::Tensor lazy_matmul(const at::Tensor& x, const std::optional<at::Tensor>& y, const at::Tensor& v,
                        const std::string& metric, bool transpose, const ComparisonOptions& o);
-// reduction: "sum", "mean" or "logsumexp"
+// reduction: "sum", "mean", "logsumexp" (of scale * K + log_weight) or "count" (of K <= threshold)
 at::Tensor lazy_reduce(const at::Tensor& x, const std::optional<at::Tensor>& y, const std::string& metric,
                        const std::string& reduction, std::optional<int64_t> dim, bool transpose,
-                       const ComparisonOptions& o);
+                       const ComparisonOptions& o, double scale = 1.0,
+                       const std::optional<at::Tensor>& log_weight = std::nullopt,
+                       std::optional<double> threshold = std::nullopt);
 inline at::Tensor lazy_sum(const at::Tensor& x, const std::optional<at::Tensor>& y, const std::string& metric,
                            std::optional<int64_t> dim, bool transpose, const ComparisonOptions& o) {
   return lazy_reduce(x, y, metric, "sum", dim, transpose, o);
@@ -109,7 +111,9 @@ struct Core {
 
 at::Tensor dense(const Core& c);
 at::Tensor matmul(const Core& c, const at::Tensor& v);
-at::Tensor row_reduce(const Core& c, const std::string& reduction);  // "sum" or "logsumexp"
+// "sum", "logsumexp" (of scale * K + weight, weight [B, cols]) or "count" (of K <= threshold)
+at::Tensor row_reduce(const Core& c, const std::string& reduction, double scale = 1.0,
+                      const std::optional<at::Tensor>& weight = std::nullopt, double threshold = 0.0);
 std::tuple<at::Tensor, at::Tensor> topk(const Core& c, int64_t k, bool largest, bool nan_first);
 std::tuple<at::Tensor, at::Tensor> softmax_matmul(const Core& c, const at::Tensor& v);
 // K(x_p, y_p) for matched rows [B, P, d]; self_mask [B, P] marks exact self-comparisons.

@@ -35,9 +35,11 @@ TORCH_LIBRARY(torchpair, m) {
   // ---- public operators -----------------------------------------------------------
   def("pairwise(Tensor x, Tensor? y, str metric" + P + ") -> Tensor");
   def("lazy_matmul(Tensor x, Tensor? y, Tensor v, str metric, bool transpose=False" + P + ") -> Tensor");
-  // reduction: "sum", "mean" or "logsumexp"; dim -1 (per row), -2 (per column), None (all)
-  def("lazy_reduce(Tensor x, Tensor? y, str metric, str reduction=\"sum\", int? dim=None, bool transpose=False" + P +
-      ") -> Tensor");
+  // reduction: "sum", "mean", "logsumexp" (log sum exp(scale K + log_weight), log_weight
+  // over the reduced dimension) or "count" (#{K <= threshold}, int64); dim -1 (per row), -2
+  // (per column), None (all)
+  def("lazy_reduce(Tensor x, Tensor? y, str metric, str reduction=\"sum\", int? dim=None, bool transpose=False, "
+      "float scale=1.0, Tensor? log_weight=None, float? threshold=None" + P + ") -> Tensor");
   // nan: "largest" (torch.topk: NaN ranks as the largest value) or "propagate"
   // (torch.min/max: NaN wins)
   def("lazy_topk(Tensor x, Tensor? y, str metric, int k, int dim=-1, bool largest=True, bool sorted=True, "
@@ -64,10 +66,13 @@ TORCH_LIBRARY(torchpair, m) {
   def("_matmul(" + core + ", Tensor v, " + engine + ") -> Tensor");
   def("_matmul_backward(Tensor grad, " + core + ", Tensor v, " + engine_b +
       ", bool[5] output_mask) -> (Tensor, Tensor, Tensor, Tensor, Tensor)");
-  // reduction: "sum" or "logsumexp" over the operator's rows
-  def("_row_reduce(" + core + ", str reduction, " + engine + ") -> Tensor");
+  // reduction over the operator's rows: "sum"; "logsumexp" of scale * K + weight (weight:
+  // log-weights of the columns [B, cols]); "count" of entries <= threshold (int64, not
+  // differentiable)
+  def("_row_reduce(" + core + ", str reduction, " + engine +
+      ", float scale=1.0, Tensor? weight=None, float threshold=0.0) -> Tensor");
   def("_row_reduce_backward(Tensor grad, " + core + ", str reduction, Tensor result, " + engine_b +
-      ", bool[4] output_mask) -> (Tensor, Tensor, Tensor, Tensor)");
+      ", float scale, Tensor? weight, bool[5] output_mask) -> (Tensor, Tensor, Tensor, Tensor, Tensor)");
   // k best per row (ties: lower column; nan_first: NaN ranks first). Not differentiable:
   // the public operator differentiates the values through _paired.
   def("_topk(" + core + ", int k, bool largest, bool nan_first, " + engine + ") -> (Tensor, Tensor)");

@@ -5,9 +5,8 @@
 //   _seq_topk(x, x_lengths, y, y_lengths, metric, scalars, normalized, k, largest)
 //                                                                              -> ([B, N, k], [B, N, k])
 // x [B, N, Lx], y [B, M, Ly]: integer token ids (any integer dtype); lengths int64 [B, N]
-// / [B, M] with 0 <= length <= L. scalars: levenshtein (insertion, deletion, substitution)
-// non-negative integers; hamming (pad 0/1); jaro_winkler (prefix_weight in [0, 1]); others
-// none. Results are int64 (raw edit distances) or float64 (normalized distances, jaro,
+// / [B, M] with 0 <= length <= L. scalars: the metric's catalog parameters in order
+// (csrc/catalog/sequences.cpp, which checks them). Results are int64 (raw edit distances) or float64 (normalized distances, jaro,
 // jaro_winkler), never differentiable. The CPU engines run for every device (other devices'
 // tensors are copied to the CPU and the result copied back).
 #include <ATen/ATen.h>
@@ -17,6 +16,7 @@
 #include <cmath>
 #include <string>
 
+#include "catalog/sequences.h"
 #include "cpu/consumers.h"
 #include "sequences/seq_engine.h"
 
@@ -37,52 +37,9 @@ std::tuple<at::Tensor, at::Tensor> topk_cpu(const at::Tensor& x, const at::Tenso
 }
 #undef TP_SEQ_FORWARD
 
-struct MetricName {
-  const char* name;
-  Metric metric;
-  int64_t scalars;
-};
-constexpr MetricName kMetrics[] = {
-    {"levenshtein", Metric::levenshtein, 3}, {"osa", Metric::osa, 0},
-    {"damerau_levenshtein", Metric::damerau_levenshtein, 0}, {"indel", Metric::indel, 0},
-    {"lcs", Metric::lcs, 0}, {"hamming", Metric::hamming, 1},
-    {"jaro", Metric::jaro, 0}, {"jaro_winkler", Metric::jaro_winkler, 1},
-    {"prefix", Metric::prefix, 0}, {"postfix", Metric::postfix, 0},
-};
-
+// Metric names, parameter checks and defaults: the catalog (csrc/catalog/sequences.cpp).
 Params resolve(const char* op, c10::string_view metric, at::ArrayRef<double> scalars, bool normalized) {
-  Params p;
-  p.normalized = normalized;
-  const MetricName* found = nullptr;
-  std::string names;
-  for (const auto& e : kMetrics) {
-    if (metric == e.name) found = &e;
-    names += names.empty() ? "" : ", ";
-    names += e.name;
-  }
-  TORCH_CHECK_VALUE(found, "torchpair.", op, ": unknown sequence metric '", metric, "' (argument 'metric'); one of ",
-                    names);
-  p.metric = found->metric;
-  TORCH_CHECK_VALUE(int64_t(scalars.size()) == found->scalars, "torchpair.", op, ": metric '", metric, "' takes ",
-                    found->scalars, " scalars (argument 'scalars'), got ", scalars.size());
-  if (p.metric == Metric::levenshtein) {
-    for (size_t i = 0; i < 3; ++i) {
-      const double w = scalars[i];
-      TORCH_CHECK_VALUE(std::isfinite(w) && w >= 0 && w == std::floor(w) && w < 9.0e15, "torchpair.", op,
-                        ": 'weights' must be non-negative integers (insertion, deletion, substitution), got ",
-                        scalars);
-    }
-    p.ins = int64_t(scalars[0]);
-    p.del = int64_t(scalars[1]);
-    p.sub = int64_t(scalars[2]);
-  } else if (p.metric == Metric::hamming) {
-    p.pad = scalars[0] != 0.0;
-  } else if (p.metric == Metric::jaro_winkler) {
-    TORCH_CHECK_VALUE(scalars[0] >= 0.0 && scalars[0] <= 1.0, "torchpair.", op,
-                      ": 'prefix_weight' must be in [0, 1], got ", scalars[0]);
-    p.prefix_weight = scalars[0];
-  }
-  return p;
+  return tp::catalog::resolve_sequence(op, metric, scalars, normalized);
 }
 
 // Checks one side and returns its (int64, contiguous, CPU) tokens and lengths.

@@ -23,12 +23,20 @@ class PairwiseExpression {
 
   // K @ V: V [..., M, C] (or [..., M]) -> [..., N, C] (or [..., N]).
   at::Tensor matmul(const at::Tensor& v) const;
-  // Sum over dim -1 (per row, [..., N]), -2 (per column, [..., M]) or everything (nullopt).
+  // Sum over dim -1 (per row, [..., N]), -2 (per column, [..., M]) or, with nullopt, over every
+  // dimension, batch included (a 0-d tensor, as at::Tensor::sum()).
   at::Tensor sum(std::optional<int64_t> dim = std::nullopt) const;
-  // Mean over dim (-1, -2 or everything); NaN over an empty set, as at::mean.
+  // Mean over dim (-1, -2 or every dimension, batch included); NaN over an empty set, as at::mean.
   at::Tensor mean(std::optional<int64_t> dim = std::nullopt) const;
-  // log(sum(exp(K))) over dim (-1, -2 or everything), computed online; -inf over an empty set.
+  // log(sum(exp(K))) over dim (-1, -2 or every dimension, batch included), computed online;
+  // -inf over an empty set.
   at::Tensor logsumexp(std::optional<int64_t> dim = std::nullopt) const;
+  // log(sum(exp(scale * K + log_weight))) along dim (-1 or -2): log_weight [..., L] weighs the
+  // reduced dimension (L entries), e.g. log b_j + g_j / eps in a Sinkhorn half-step.
+  at::Tensor logsumexp(int64_t dim, double scale, const std::optional<at::Tensor>& log_weight = std::nullopt) const;
+  // How many entries along dim (-1 per row, -2 per column) are <= threshold: int64 counts
+  // (radius-neighbour counts); NaN never counts. Not differentiable.
+  at::Tensor count(double threshold, int64_t dim = -1) const;
   // The k largest (largest = false: smallest) entries along dim (-1 or -2), like at::topk:
   // (values, indices) with k in place of dim, best first, ties to the lowest index, NaN ranks
   // as the largest value. Values are differentiable. Lazy results are always sorted.

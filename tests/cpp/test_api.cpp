@@ -8,6 +8,7 @@
 // results ("python/<name>"). Every result the C++ API computes here is compared with both,
 // and a result without its two references is a failure, so no case can pass by omission.
 // Plain executable (no test framework to install): exit 0 when every case passes.
+#include <algorithm>
 #include <ATen/ATen.h>
 #include <ATen/autocast_mode.h>
 #include <c10/util/Exception.h>
@@ -147,6 +148,9 @@ void consumers(const Refs& r) {
     compare(r, "t_matmul", KT.matmul(W));
     compare(r, "sum_cols", KT.sum(-1));
     compare(r, "t_dense", KT.dense());
+    compare(r, "count_rows", K.count(0.3));
+    compare(r, "count_cols", K.count(0.3, -2));
+    compare(r, "lse_weighted", K.logsumexp(-1, -2.5, V.select(1, 0)));
   }
 }
 
@@ -162,6 +166,10 @@ void params_and_batches(const Refs& r) {
   auto K = tp::pairwise_expression(Xb, Yb, "sqeuclidean");
   CHECK_THAT(K.sizes() == std::vector<int64_t>({2, Xb.size(1), Yb.size(0)}), "batched sizes " << K.sizes());
   compare(r, "batched_min", std::get<0>(K.min(-1)));
+  compare(r, "batched_sum_all", K.sum());  // every dimension, batch included
+  compare(r, "batched_mean_all", K.mean());
+  compare(r, "batched_logsumexp_all", K.logsumexp());
+  compare(r, "batched_dense_sum_all", tp::pairwise_expression(Xb, Yb, "sqeuclidean", false).sum());
   compare(r, "self_euclidean", tp::pairwise(X, std::nullopt, "euclidean"));
   compare(r, "self_euclidean_sum", tp::pairwise_expression(X, std::nullopt, "euclidean").sum(-1));
 }
@@ -219,6 +227,23 @@ void sets(const Refs& r) {
     rejected = std::string(e.what()).find("'weights'") != std::string::npos;
   }
   CHECK_THAT(rejected, "tp::seq: a parameter the metric does not take must raise naming it");
+  // values are checked by the catalog's resolve, the same check as Python's
+  tp::seq::SequenceOptions bad_weight;
+  bad_weight.prefix_weight = 1.5;
+  rejected = false;
+  try {
+    tp::seq::pairwise(sx, sxl, sy, syl, "jaro_winkler", bad_weight);
+  } catch (const c10::Error& e) {
+    rejected = std::string(e.what()).find("'prefix_weight' must be in [0, 1]") != std::string::npos;
+  }
+  CHECK_THAT(rejected, "tp::seq: prefix_weight outside [0, 1] must raise naming it");
+  // the sequence metrics are catalog rows
+  const auto names = tp::metrics();
+  CHECK_THAT(std::count(names.begin(), names.end(), "levenshtein") == 1 &&
+                 std::count(names.begin(), names.end(), "hamming") == 1,
+             "tp::metrics() lists every sequence metric once");
+  CHECK_THAT(tp::metric_info_json("jaro_winkler").find("\"family\":\"sequence\"") != std::string::npos,
+             "tp::metric_info_json(\"jaro_winkler\") describes the sequence metric");
 }
 
 // Gradients computed in C++ (through the operators' C++ autograd) against the oracle's.
