@@ -20,7 +20,15 @@ def _clouds(n=30, m=25, d=3, seed=0, batch=(), dtype=torch.float64):
     return X, Y, a / a.sum(-1, keepdim=True), b / b.sum(-1, keepdim=True)
 
 
+def _exact_distance(x, y):
+    return torch.cdist(x, y, compute_mode="donot_use_mm_for_euclid_dist")
+
+
 def _geomloss(X, Y, a=None, b=None, **kw):
+    if kw.get("p") == 1:
+        # GeomLoss' tensorized p = 1 cost is sqrt(max(|x - y|^2, 1e-8)) (its self-distances are
+        # 1e-4); its KeOps backend and torchpair use |x - y| exactly: give it the exact cost
+        kw["cost"] = _exact_distance
     loss = geomloss.SamplesLoss("sinkhorn", backend="tensorized", debias=True, **kw)
     return loss(X, Y) if a is None else loss(a, X, b, Y)
 
@@ -149,3 +157,53 @@ def test_inputs_not_modified():
     tp.sinkhorn_divergence(X, Y, a, b)
     for t, c in zip((X, Y, a, b), copies):
         assert torch.equal(t, c)
+
+
+@pytest.mark.parametrize("metric,cost,p", [
+    ("cityblock", lambda x, y: torch.cdist(x, y, p=1), 1),
+    ("sqeuclidean", lambda x, y: torch.cdist(x, y) ** 2, 2),
+    ("minkowski", lambda x, y: torch.cdist(x, y, p=3), 1),
+])
+def test_catalog_metric_cost_matches_geomloss_custom_cost(metric, cost, p):
+    X, Y, a, b = _clouds(seed=10)
+    kw = {"metric_p": 3} if metric == "minkowski" else {}
+    ins = [t.clone().requires_grad_() for t in (X, Y)]
+    ref = [t.clone().requires_grad_() for t in (X, Y)]
+    got = tp.sinkhorn_divergence(ins[0], ins[1], a, b, p=p, blur=0.3, scaling=0.8, metric=metric, diameter=6.0, **kw)
+    loss = geomloss.SamplesLoss("sinkhorn", p=p, blur=0.3, scaling=0.8, diameter=6.0, backend="tensorized",
+                                cost=lambda x, y: cost(x, y))
+    want = loss(a, ref[0], b, ref[1])
+    np.testing.assert_allclose(got.item(), want.item(), rtol=1e-9)
+    got.backward()
+    want.backward()
+    for g, w in zip(ins, ref):
+        np.testing.assert_allclose(g.grad.numpy(), w.grad.numpy(), rtol=1e-7, atol=1e-10)
+
+
+def test_default_diameter_of_a_catalog_metric_is_the_largest_cost():
+    X, Y, _, _ = _clouds(seed=11)
+    largest = torch.cdist(X, Y, p=1).max().item()
+    got = tp.sinkhorn_divergence(X, Y, p=1, blur=0.2, metric="cityblock")
+    want = tp.sinkhorn_divergence(X, Y, p=1, blur=0.2, metric="cityblock", diameter=largest)
+    assert got.item() == want.item()
+
+
+def test_empty_sets_follow_the_exact_solver():
+    X, Y, _, _ = _clouds(seed=12)
+    assert tp.sinkhorn_divergence(X[:0], Y[:0]).item() == 0.0
+    with pytest.raises(ValueError, match=r"'a' and 'b'"):
+        tp.sinkhorn_divergence(X[:0], Y)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_weighted_logsumexp_whose_first_tile_is_far_below_zero(dtype):
+    """Small eps: every scale * K + w of a row can be far below -709 (double) or -88 (float);
+    the streamed logsumexp must stay finite (dense torch.logsumexp is the oracle)."""
+    g = torch.Generator().manual_seed(0)
+    X, Y = torch.randn(30, 3, generator=g, dtype=dtype), torch.randn(25, 3, generator=g, dtype=dtype)
+    w = torch.randn(25, generator=g, dtype=dtype)
+    for scale in (-200.0, -2000.0):
+        got = tp.lazy(X, Y, "sqeuclidean").logsumexp(-1, scale=scale, log_weight=w)
+        want = torch.logsumexp(scale * torch.cdist(X.double(), Y.double()) ** 2 + w.double(), -1)
+        assert torch.isfinite(got).all()
+        np.testing.assert_allclose(got.double().numpy(), want.numpy(), rtol=1e-5 if dtype == torch.float32 else 1e-10)

@@ -31,7 +31,7 @@ def _reduce(values: torch.Tensor, reduction: str) -> torch.Tensor:
 
 
 class _SetLoss(torch.nn.Module):
-    def __init__(self, reduction: str, **options):
+    def __init__(self, reduction: str, options: dict):
         super().__init__()
         self.reduction = _check_reduction(type(self).__name__, reduction)
         self.options = options
@@ -47,7 +47,7 @@ class SinkhornLoss(_SetLoss):
 
     def __init__(self, p: float = 2, blur: float = 0.05, scaling: float = 0.5, reach: float | None = None,
                  metric: str | None = None, reduction: str = "mean", **options):
-        super().__init__(reduction, p=p, blur=blur, scaling=scaling, reach=reach, metric=metric, **options)
+        super().__init__(reduction, dict(p=p, blur=blur, scaling=scaling, reach=reach, metric=metric, **options))
 
     def forward(self, X: torch.Tensor, Y: torch.Tensor, a: torch.Tensor | None = None,
                 b: torch.Tensor | None = None) -> torch.Tensor:
@@ -58,7 +58,7 @@ class MMDLoss(_SetLoss):
     """Squared MMD ``tp.mmd(X, Y, metric, unbiased, **params)``, reduced over the batch."""
 
     def __init__(self, metric: str = "rbf", unbiased: bool = False, reduction: str = "mean", **params):
-        super().__init__(reduction, metric=metric, unbiased=unbiased, **params)
+        super().__init__(reduction, dict(metric=metric, unbiased=unbiased, **params))
 
     def forward(self, X: torch.Tensor, Y: torch.Tensor) -> torch.Tensor:
         return _reduce(mmd(X, Y, **self.options), self.reduction)
@@ -70,7 +70,7 @@ class ChamferLoss(_SetLoss):
 
     def __init__(self, metric: str = "sqeuclidean", point_reduction: str = "mean", reduction: str = "mean",
                  **params):
-        super().__init__(reduction, metric=metric, reduction=point_reduction, **params)
+        super().__init__(reduction, dict(metric=metric, reduction=point_reduction, **params))
 
     def forward(self, X: torch.Tensor, Y: torch.Tensor) -> torch.Tensor:
         return _reduce(chamfer(X, Y, **self.options), self.reduction)
@@ -80,7 +80,7 @@ class EnergyLoss(_SetLoss):
     """Energy distance ``tp.energy_distance(X, Y, metric, **params)``, reduced over the batch."""
 
     def __init__(self, metric: str = "euclidean", reduction: str = "mean", **params):
-        super().__init__(reduction, metric=metric, **params)
+        super().__init__(reduction, dict(metric=metric, **params))
 
     def forward(self, X: torch.Tensor, Y: torch.Tensor) -> torch.Tensor:
         return _reduce(energy_distance(X, Y, **self.options), self.reduction)
@@ -90,7 +90,7 @@ class HausdorffLoss(_SetLoss):
     """Hausdorff distance ``tp.hausdorff(X, Y, metric, directed, **params)``, reduced over the batch."""
 
     def __init__(self, metric: str = "euclidean", directed: bool = False, reduction: str = "mean", **params):
-        super().__init__(reduction, metric=metric, directed=directed, **params)
+        super().__init__(reduction, dict(metric=metric, directed=directed, **params))
 
     def forward(self, X: torch.Tensor, Y: torch.Tensor) -> torch.Tensor:
         return _reduce(hausdorff(X, Y, **self.options), self.reduction)

@@ -47,34 +47,7 @@ struct Cost {
 // g_j = -eps log sum_i exp(h_i - C(x_i, y_j) / eps)   (dim -2, h [..., N], g [..., M])
 at::Tensor softmin(double eps, const at::Tensor& x, const at::Tensor& y, const at::Tensor& h, int64_t dim,
                    const Cost& c) {
-  static const bool interim = [] {
-    const auto& schema = c10::Dispatcher::singleton().findSchemaOrThrow("torchpair::lazy_reduce", "").schema();
-    return !schema.argumentIndexWithName("scale").has_value();
-  }();
-  if (interim) {  // INTERIM: sqeuclidean through the linear metric on augmented operands
-    TORCH_CHECK(c.metric == "sqeuclidean", "interim softmin: sqeuclidean only");
-    at::Tensor xx = x, yy = y;
-    if (dim == -2) std::swap(xx, yy);
-    const double s = 2 * c.scale / eps;
-    const at::Tensor one = at::ones_like(xx.narrow(-1, 0, 1));
-    auto bs = at::infer_size_symdimvector(std::vector<c10::SymInt>(xx.sym_sizes().begin(), xx.sym_sizes().end() - 2),
-                                          std::vector<c10::SymInt>(yy.sym_sizes().begin(), yy.sym_sizes().end() - 2));
-    auto ex = [&](const at::Tensor& t) {
-      std::vector<c10::SymInt> sh(bs.begin(), bs.end());
-      sh.push_back(t.sym_size(-2));
-      sh.push_back(t.sym_size(-1));
-      return t.expand_symint(sh);
-    };
-    const at::Tensor xa = ex(at::cat({xx * s, one}, -1));
-    const at::Tensor ya = ex(at::cat({yy, (h - 0.5 * s * (yy * yy).sum(-1)).unsqueeze(-1)}, -1));
-    const at::Tensor lse = lazy_reduce(xa, ya, "linear", "logsumexp", -1, false, {}) - 0.5 * s * (xx * xx).sum(-1);
-    return lse * (-eps);
-  }
-  static auto op = handle<at::Tensor(const at::Tensor&, const Opt&, c10::string_view, c10::string_view,
-                                     std::optional<int64_t>, bool, double, const Opt& TP_PARAM_TYPES)>(
-      "torchpair::lazy_reduce");
-  const ComparisonOptions& o = c.opts;
-  return op.call(x, y, c.metric, "logsumexp", dim, false, -c.scale / eps, h TP_PARAM_FIELDS) * (-eps);
+  return lazy_reduce(x, y, c.metric, "logsumexp", dim, false, c.opts, -c.scale / eps, h) * (-eps);
 }
 
 // GeomLoss' log_weights: log w, with -100000 (a finite stand-in for -inf) where w is 0
