@@ -1446,7 +1446,8 @@ for _api, _f, _unb in (
             a, b, M = box["in"]
             a = torch.full((M.shape[-2],), 1.0 / M.shape[-2], dtype=torch.float64) if a is None else a
             b = torch.full((M.shape[-1],), 1.0 / M.shape[-1], dtype=torch.float64) if b is None else b
-            return _pot_entropic(a, b, M, 0.5, 0.7 if unb else None)
+            keep = a > 0  # zero-weight rows carry no mass (POT's unbalanced solver divides 0 by 0 there)
+            return _pot_entropic(a[keep], b, M[keep], 0.5, 0.7 if unb else None)
 
         if _kind == "integer weights" and not _unb:
             continue  # masses 4 and 4 // 3 * ... differ: the balanced rows below cover the mass check

@@ -275,6 +275,12 @@ def _reg_m_pair(op, reg_m):
     return out
 
 
+def _plogq(p, q):
+    """POT's kl_div terms ``p log(p / q + 1e-16)``, 0 where p is 0 (also where q is 0 there)."""
+    pos = p > 0
+    return torch.where(pos, p * torch.log(torch.where(pos, p / q, torch.ones_like(p)) + 1e-16), torch.zeros_like(p))
+
+
 def _unbalanced(op, a, b, M, reg, reg_m, reg_type, numItermax, stopThr, warn, warmstart):
     """Log-domain form of POT's sinkhorn_knopp_unbalanced: u = (a / K v)^fi1, v = (b / K^T u)^fi2
     with K = exp(-M / reg) * c (c = a b^T for reg_type "kl", 1 for "entropy"), u first, and
@@ -292,6 +298,8 @@ def _unbalanced(op, a, b, M, reg, reg_m, reg_type, numItermax, stopThr, warn, wa
     loga, logb = a.log(), b.log()
     kl = reg_type.lower() == "kl"
     ca, cb = (loga, logb) if kl else (torch.zeros_like(a), torch.zeros_like(b))
+    # log a - log c_a: exactly 0 for "kl" (also where a_i = 0, where the difference is -inf - -inf)
+    da, db = (torch.zeros_like(a), torch.zeros_like(b)) if kl else (loga, logb)
     # log K_ij = -M_ij / reg + ca_i + cb_j; u_i = (a_i / (K v)_i)^fi1 in the log domain
     Mr = -M / reg
     u, v = _warmstart(op, warmstart, a, b)
@@ -301,8 +309,8 @@ def _unbalanced(op, a, b, M, reg, reg_m, reg_type, numItermax, stopThr, warn, wa
     i = -1
     for i in range(numItermax):
         uprev, vprev = u, v
-        u = fi1 * (loga - ca - torch.logsumexp(Mr + (cb + v).unsqueeze(-2), -1))
-        v = fi2 * (logb - cb - torch.logsumexp(Mr + (ca + u).unsqueeze(-1), -2))
+        u = fi1 * (da - torch.logsumexp(Mr + (cb + v).unsqueeze(-2), -1))
+        v = fi2 * (db - torch.logsumexp(Mr + (ca + u).unsqueeze(-1), -2))
         if not tracing:
             eu, ev, pu, pv = u.exp(), v.exp(), uprev.exp(), vprev.exp()
             one = torch.ones((), dtype=u.dtype, device=u.device)
@@ -320,13 +328,14 @@ def _unbalanced(op, a, b, M, reg, reg_m, reg_type, numItermax, stopThr, warn, wa
     plan = torch.where(torch.isnan(plan), torch.zeros_like(plan), plan)
     linear = (plan * M).sum((-2, -1))
     c = torch.exp(ca.unsqueeze(-1) + cb.unsqueeze(-2))
-    total = linear + reg * (plan * torch.log(plan / c + 1e-16)).sum((-2, -1))
+    # POT's formula, with 0 log(.) = 0 where the plan (a marginal) is 0
+    total = linear + reg * _plogq(plan, c).sum((-2, -1))
     if not math.isinf(rm1):
         p1 = plan.sum(-1)
-        total = total + rm1 * (p1 * torch.log(p1 / a + 1e-16)).sum(-1)
+        total = total + rm1 * _plogq(p1, a).sum(-1)
     if not math.isinf(rm2):
         p2 = plan.sum(-2)
-        total = total + rm2 * (p2 * torch.log(p2 / b + 1e-16)).sum(-1)
+        total = total + rm2 * _plogq(p2, b).sum(-1)
     info = {"niter": i, "err": errs, "logu": u, "logv": v, "cost": linear, "total_cost": total}
     return plan, info
 
