@@ -1,6 +1,6 @@
 """Entropic transport benchmark: tp.sinkhorn_divergence against GeomLoss and POT, side by side.
 
-    python benchmarks/bench_sinkhorn.py [--quick] [--repeat R] [--json out.json] [--no-large]
+    python benchmarks/bench_sinkhorn.py [--quick] [--repeat R] [--json out.json] [--no-large] [--large-n N]
 
 N = M in {2000, 5000}, D = 3, float32, uniform weights, blur 0.05, scaling 0.9, p = 2:
 - the debiased divergence, and the divergence plus its gradient w.r.t. X, with torchpair
@@ -123,7 +123,8 @@ def large(n):
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true", help="N = M = 2000 only, no 100k run")
-    parser.add_argument("--no-large", action="store_true", help="skip the N = M = 100,000 run")
+    parser.add_argument("--no-large", action="store_true", help="skip the large run")
+    parser.add_argument("--large-n", type=int, default=100_000, help="N = M of the large run (default 100,000)")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--json")
     args = parser.parse_args()
@@ -133,7 +134,7 @@ def main():
     print(machine())
     print(table(results))
     if not (args.quick or args.no_large):
-        for workload, r in large(100_000):
+        for workload, r in large(args.large_n):
             print(f"{workload}: {r['seconds']:.2f} s, peak RSS {r['maxrss_mib']:.0f} MiB (value {r['value']:.6g})")
     if args.json:
         save(results, args.json)
