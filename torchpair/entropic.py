@@ -17,7 +17,6 @@ import warnings
 
 import torch
 
-from . import _params
 
 _NOT_CONVERGED = ("Sinkhorn did not converge. You might want to increase the number of iterations `numItermax` or "
                   "the regularization parameter `reg`.")
