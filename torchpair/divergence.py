@@ -47,8 +47,12 @@ def sinkhorn_divergence(X: torch.Tensor, Y: torch.Tensor, a: torch.Tensor | None
             extrapolation with the weights and the other potential detached: the envelope
             theorem, as GeomLoss). True: autograd through every iteration.
         log: also return a dict with ``niter`` (iterations run), ``err`` (``[...]``, the L1
-            marginal error of the last iteration, the fixed-point residual for ``reach``),
-            ``eps_list`` and the potentials ``f_ba``, ``g_ab`` (and ``f_aa``, ``g_bb``).
+            marginal error of the last iteration, the fixed-point residual for ``reach``)
+            and the potentials ``f_ba``, ``g_ab`` (and ``f_aa``, ``g_bb``).
+        mass_tol: relative tolerance of the balanced mass check (1e-7 float64, 1e-4 otherwise).
+
+    One native operator (``torch.ops.torchpair.sinkhorn_divergence``, csrc/ops/sinkhorn.cpp)
+    runs the loop, in eager mode, compiled, exported and from C++ (``tp::sinkhorn_divergence``).
 
     Returns:
         ``[...]`` (the broadcast batch of X and Y), differentiable w.r.t. X, Y, a and b.
