@@ -426,6 +426,25 @@ OP_CASES += [
 ]
 
 
+# ---- the Sinkhorn divergence (eager=False: no host syncs, as when traced) -------------------
+def _sinkhorn_args(dtype):
+    g = torch.Generator().manual_seed(11)
+    X = torch.randn(2, 6, 3, dtype=dtype, generator=g).requires_grad_(True)
+    Y = torch.randn(2, 5, 3, dtype=dtype, generator=g).requires_grad_(True)
+    a = torch.full((2, 6), 1 / 6, dtype=dtype).requires_grad_(True)
+    b = torch.full((2, 5), 1 / 5, dtype=dtype).requires_grad_(True)
+    return X, Y, a, b
+
+
+OP_CASES += [
+    OpCase("torchpair::sinkhorn_divergence", _sinkhorn_args, {"blur": 0.5, "diameter": 4.0, "eager": False},
+           id="sinkhorn_divergence"),
+    OpCase("torchpair::sinkhorn_divergence", _sinkhorn_args,
+           {"blur": 0.5, "diameter": 4.0, "eager": False, "unrolled": True, "reach": 1.0, "metric": "cityblock",
+            "tol": 1e-3, "max_iter": 3}, id="sinkhorn_divergence-unrolled-unbalanced-cityblock"),
+]
+
+
 # ---------------------------------------------------------------------------------------
 # Boolean family: scipy / sklearn on the inputs' nonzero patterns (or values).
 # ---------------------------------------------------------------------------------------

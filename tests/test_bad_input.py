@@ -1452,6 +1452,169 @@ raises("tp.wasserstein", "a-wrong-length", lambda: tp.wasserstein(_x(), _y(), a=
 
 
 # ---------------------------------------------------------------------------------------
+# entropic transport: POT (dense costs) and GeomLoss (the divergence) are the oracles
+# ---------------------------------------------------------------------------------------
+def _pot_entropic(a, b, M, reg, reg_m=None):
+    import ot
+
+    a, b, M = (t.double().contiguous().numpy() for t in (a, b, M))
+    if reg_m is None:
+        return torch.tensor(ot.sinkhorn2(a, b, M, reg, stopThr=1e-12, numItermax=100000))
+    return torch.tensor(float(ot.unbalanced.sinkhorn_unbalanced2(a, b, M, reg, reg_m, stopThr=1e-12,
+                                                                  numItermax=100000)))
+
+
+_SK = dict(stopThr=1e-12, numItermax=100000)
+for _api, _f, _unb in (
+        ("tp.sinkhorn", lambda a, b, M, reg, **k: (tp.sinkhorn(a, b, M, reg, **_SK, **k) * M).sum((-2, -1)), False),
+        ("tp.sinkhorn2", lambda a, b, M, reg, **k: tp.sinkhorn2(a, b, M, reg, **_SK, **k), False),
+        ("tp.sinkhorn_unbalanced", lambda a, b, M, reg, **k: (tp.sinkhorn_unbalanced(a, b, M, reg, 0.7, **_SK, **k)
+                                                              * M).sum((-2, -1)), True),
+        ("tp.sinkhorn_unbalanced2", lambda a, b, M, reg, **k: tp.sinkhorn_unbalanced2(a, b, M, reg, 0.7, **_SK, **k),
+         True)):
+    for _kind, _make in (
+        ("non-contiguous-M", lambda: (*_ab_M()[:2], track(T.rand(3, 4, dtype=torch.float64).t()))),
+        ("expanded-M", lambda: (*_ab_M()[:2], track(T.rand(1, 3, dtype=torch.float64).expand(4, 3)))),
+        ("non-contiguous-a", lambda: (track(T.full((8,), 0.25, dtype=torch.float64)[::2]), *_ab_M()[1:])),
+        ("float32", lambda: _ab_M(dtype=torch.float32)),
+        ("integer weights", lambda: (T.tensor([1, 1, 1, 1]), T.tensor([1, 2, 1]) * 4 // 3, _ab_M()[2])),
+        ("uniform-weights (None)", lambda: (None, None, T.rand(4, 3, dtype=torch.float64))),
+        ("zero weight", lambda: (T.tensor([0.5, 0.0, 0.25, 0.25], dtype=torch.float64), *_ab_M()[1:]))):
+        _box = {}
+
+        def call(f=_f, make=_make, box=_box):
+            box["in"] = make()
+            return f(*box["in"], 0.5)
+
+        def expected(box=_box, unb=_unb):
+            a, b, M = box["in"]
+            a = torch.full((M.shape[-2],), 1.0 / M.shape[-2], dtype=torch.float64) if a is None else a
+            b = torch.full((M.shape[-1],), 1.0 / M.shape[-1], dtype=torch.float64) if b is None else b
+            keep = a > 0  # zero-weight rows carry no mass (POT's unbalanced solver divides 0 by 0 there)
+            return _pot_entropic(a[keep], b, M[keep], 0.5, 0.7 if unb else None)
+
+        if _kind == "integer weights" and not _unb:
+            continue  # masses 4 and 4 // 3 * ... differ: the balanced rows below cover the mass check
+        gives(_api, _kind, call, expected, tol=(1e-5, 1e-6))
+    _bad = [
+        ("M-rank-1", lambda: (*_ab_M()[:2], T.rand(4, dtype=torch.float64), 0.5), ValueError, r"'M'"),
+        ("M-shape", lambda: (*_ab_M()[:2], T.rand(4, 5, dtype=torch.float64), 0.5), ValueError, r"'b'"),
+        ("a-negative", lambda: (T.tensor([0.5, 0.5, 0.5, -0.5], dtype=torch.float64), *_ab_M()[1:], 0.5),
+         ValueError, r"'a'"),
+        ("b-inf", lambda: (_ab_M()[0], T.tensor([math.inf, 0, 0], dtype=torch.float64), _ab_M()[2], 0.5),
+         ValueError, r"'b'"),
+        ("M-nan", lambda: (*_ab_M()[:2], T.tensor([[math.nan, 1, 1]] * 4, dtype=torch.float64), 0.5), ValueError,
+         r"'M'"),
+        ("M-inf", lambda: (*_ab_M()[:2], T.tensor([[math.inf, 1, 1]] * 4, dtype=torch.float64), 0.5), ValueError,
+         r"'M'"),
+        ("M-complex", lambda: (*_ab_M()[:2], T.ones(4, 3, dtype=torch.complex128), 0.5), TypeError, r"'M'"),
+        ("M-not-tensor", lambda: (None, None, "M", 0.5), TypeError, r"'M'"),
+        ("a-bool", lambda: (T.ones(4, dtype=torch.bool), *_ab_M()[1:], 0.5), TypeError, r"'a'"),
+        ("reg-zero", lambda: (*_ab_M(), 0.0), ValueError, r"'reg'"),
+        ("reg-negative", lambda: (*_ab_M(), -1.0), ValueError, r"'reg'"),
+        ("reg-nan", lambda: (*_ab_M(), math.nan), ValueError, r"'reg'"),
+        ("reg-not-number", lambda: (*_ab_M(), "0.1"), TypeError, r"'reg'"),
+        ("batch-mismatch", lambda: (T.full((2, 4), 0.25, dtype=torch.float64), T.full((3, 3), 1 / 3,
+                                    dtype=torch.float64), _ab_M()[2], 0.5), ValueError, r"batch"),
+    ]
+    if not _unb:
+        _bad += [
+            ("mass-mismatch", lambda: (T.ones(4, dtype=torch.float64), *_ab_M()[1:], 0.5), ValueError,
+             r"'a' and 'b'.*sum\(a\) = 4 and sum\(b\) = 1"),
+            ("empty-n-uniform", lambda: (None, None, T.rand(0, 3, dtype=torch.float64), 0.5), ValueError,
+             r"'a' and 'b'"),
+        ]
+    for _kind, _make, _exc, _match in _bad:
+        raises(_api, _kind, lambda f=_f, make=_make: f(*make()), _exc, _match)
+    _direct = {"tp.sinkhorn": tp.sinkhorn, "tp.sinkhorn2": tp.sinkhorn2,
+               "tp.sinkhorn_unbalanced": lambda *a, **k: tp.sinkhorn_unbalanced(*a, 0.7, **k),
+               "tp.sinkhorn_unbalanced2": lambda *a, **k: tp.sinkhorn_unbalanced2(*a, 0.7, **k)}[_api]
+    raises(_api, "numItermax-float", lambda g=_direct: g(*_ab_M(), 0.5, numItermax=1.5), TypeError, r"'numItermax'")
+    raises(_api, "stopThr-negative", lambda g=_direct: g(*_ab_M(), 0.5, stopThr=-1.0), ValueError, r"'stopThr'")
+    raises(_api, "misspelled-keyword", lambda g=_direct: g(*_ab_M(), 0.5, numIterMax=10), TypeError, r"'numIterMax'")
+    if not _unb:
+        gives(_api, "empty both sides: cost 0", lambda f=_f: f(None, None, T.rand(0, 0, dtype=torch.float64), 0.5),
+              lambda: torch.tensor(0.0, dtype=torch.float64))
+        raises(_api, "method-unknown", lambda: tp.sinkhorn(*_ab_M(), 0.5, method="greenkhorn"), ValueError, r"'method'")
+    else:
+        raises(_api, "reg_m-zero", lambda: tp.sinkhorn_unbalanced2(*_ab_M(), 0.5, 0.0), ValueError, r"'reg_m'")
+        raises(_api, "reg_type-unknown", lambda: tp.sinkhorn_unbalanced(*_ab_M(), 0.5, 1.0, reg_type="tv"), ValueError,
+               r"'reg_type'")
+
+
+def _clouds(n=6, m=5, dtype=torch.float64):
+    return T.randn(n, 3, dtype=dtype), T.randn(m, 3, dtype=dtype) + 0.3
+
+
+def _geomloss(X, Y, a=None, b=None, **kw):
+    import geomloss
+
+    loss = geomloss.SamplesLoss("sinkhorn", backend="tensorized", **kw)
+    X, Y = X.double().contiguous(), Y.double().contiguous()
+    return loss(X, Y) if a is None else loss(a.double().contiguous(), X, b.double().contiguous(), Y)
+
+
+for _api, _f in (("tp.sinkhorn_divergence", lambda X, Y, a=None, b=None, **k: tp.sinkhorn_divergence(X, Y, a, b, **k)),
+                 ("torchpair::sinkhorn_divergence",
+                  lambda X, Y, a=None, b=None, **k: _ops.sinkhorn_divergence(X, Y, a, b, **k)[0])):
+    for _kind, _make, _kw in (
+        ("non-contiguous-X", lambda: (track(T.randn(3, 6, dtype=torch.float64).t()), _clouds()[1]), {}),
+        ("expanded-Y", lambda: (_clouds()[0], track(T.randn(1, 3, dtype=torch.float64).expand(5, 3))), {}),
+        ("float32", lambda: _clouds(dtype=torch.float32), {}),
+        ("weights", lambda: (*_clouds(), track(T.full((6,), 1 / 6, dtype=torch.float64)),
+                             T.tensor([0.1, 0.2, 0.3, 0.2, 0.2], dtype=torch.float64)), {}),
+        ("zero weight", lambda: (*_clouds(), T.tensor([0.5, 0, 0.1, 0.1, 0.1, 0.2], dtype=torch.float64),
+                                 T.full((5,), 0.2, dtype=torch.float64)), {}),
+        ("unbalanced masses", lambda: (*_clouds(), T.full((6,), 0.5, dtype=torch.float64),
+                                       T.full((5,), 0.2, dtype=torch.float64)), {"reach": 1.0})):
+        _box = {}
+
+        def call(f=_f, make=_make, box=_box, kw=_kw):
+            box["in"] = make()
+            return f(*box["in"], blur=0.3, **kw)
+
+        def expected(box=_box, kw=_kw):
+            return _geomloss(*box["in"], blur=0.3, **kw)
+
+        gives(_api, _kind, call, expected, tol=(1e-5, 1e-6))
+    gives(_api, "NaN in X propagates", lambda f=_f: f(T.tensor([[math.nan, 0, 0], [1.0, 0, 0]]),
+                                                        T.ones(2, 3), diameter=2.0),
+          lambda: torch.tensor(math.nan))
+    gives(_api, "empty both sides: 0", lambda f=_f: f(T.zeros(0, 3), T.zeros(0, 3)), lambda: torch.tensor(0.0))
+    for _kind, _call, _exc, _match in (
+        ("blur-zero", lambda f=_f: f(*_clouds(), blur=0.0), ValueError, r"'blur'"),
+        ("blur-negative", lambda f=_f: f(*_clouds(), blur=-0.1), ValueError, r"'blur'"),
+        ("scaling-one", lambda f=_f: f(*_clouds(), scaling=1.0), ValueError, r"'scaling'"),
+        ("reach-zero", lambda f=_f: f(*_clouds(), reach=0.0), ValueError, r"'reach'"),
+        ("diameter-negative", lambda f=_f: f(*_clouds(), diameter=-1.0), ValueError, r"'diameter'"),
+        ("tol-zero", lambda f=_f: f(*_clouds(), tol=0.0), ValueError, r"'tol'"),
+        ("a-negative", lambda f=_f: f(*_clouds(), T.tensor([0.5, 0.5, 0.5, -0.5, 0, 0], dtype=torch.float64),
+                                      T.full((5,), 0.2, dtype=torch.float64)), ValueError, r"'a'"),
+        ("b-nan", lambda f=_f: f(*_clouds(), T.full((6,), 1 / 6, dtype=torch.float64),
+                                 T.tensor([math.nan, 0.2, 0.2, 0.2, 0.2], dtype=torch.float64)), ValueError, r"'b'"),
+        ("a-wrong-length", lambda f=_f: f(*_clouds(), T.full((4,), 0.25, dtype=torch.float64)), ValueError, r"'a'"),
+        ("mass-mismatch", lambda f=_f: f(*_clouds(), T.ones(6, dtype=torch.float64),
+                                         T.full((5,), 0.2, dtype=torch.float64)), ValueError,
+         r"'a' and 'b'.*sum\(a\) = 6.*sum\(b\) = 1"),
+        ("empty-X-uniform", lambda f=_f: f(T.zeros(0, 3), T.ones(2, 3)), ValueError, r"'a' and 'b'"),
+        ("unknown-metric", lambda f=_f: f(*_clouds(), metric="nonesuch"), ValueError, r"nonesuch"),
+        ("X-int", lambda f=_f: f(T.ones(4, 3, dtype=torch.int64), T.ones(2, 3)), TypeError, r"'X'"),
+    ):
+        raises(_api, _kind, _call, _exc, _match)
+    if _api.startswith("tp."):
+        raises(_api, "p-3-without-metric", lambda: tp.sinkhorn_divergence(*_clouds(), p=3), ValueError, r"'p'|p = 3")
+        raises(_api, "params-without-metric", lambda: tp.sinkhorn_divergence(*_clouds(), gamma=0.5), TypeError,
+               r"metric")
+        raises(_api, "misspelled-keyword", lambda: tp.sinkhorn_divergence(*_clouds(), blurr=0.1), TypeError,
+               r"'blurr'")
+        raises(_api, "unrolled-not-bool", lambda: tp.sinkhorn_divergence(*_clouds(), unrolled=1), TypeError,
+               r"'unrolled'")
+    else:
+        raises(_api, "exponent-3-without-metric", lambda: _ops.sinkhorn_divergence(*_clouds(), exponent=3.0),
+               ValueError, r"p = 3")
+
+
+# ---------------------------------------------------------------------------------------
 # tp.distributed: flags, k, the process group
 # ---------------------------------------------------------------------------------------
 def _grp(api, kind, call, exc=None, match=None, oracle=None, **kw):

@@ -137,3 +137,56 @@ def test_export_streamed_consumers_dynamic():
         x2, y2, v2 = data(n, m, 4, 2)
         for a, b in zip(ep.module()(x2, y2, v2), _consumers(x2, y2, v2)):
             torch.testing.assert_close(a, b)
+
+
+def _clouds(n=12, m=9):
+    g = torch.Generator().manual_seed(3)
+    return torch.randn(n, 3, generator=g), torch.randn(m, 3, generator=g) + 0.5
+
+
+def test_sinkhorn_divergence_compile_fullgraph_and_backward():
+    """One native operator: the schedule is fixed by 'diameter' (required when tracing)."""
+    torch._dynamo.reset()
+    X, Y = _clouds()
+
+    def f(x, y):
+        return tp.sinkhorn_divergence(x, y, blur=0.2, scaling=0.7, diameter=6.0)
+
+    want = f(X, Y)
+    compiled = torch.compile(f, fullgraph=True)
+    torch.testing.assert_close(compiled(X, Y), want, rtol=1e-5, atol=1e-6)
+    Xc, Xe = X.clone().requires_grad_(), X.clone().requires_grad_()
+    compiled(Xc, Y).backward()
+    f(Xe, Y).backward()
+    torch.testing.assert_close(Xc.grad, Xe.grad, rtol=1e-4, atol=1e-6)
+    with pytest.raises(Exception, match="diameter"):
+        torch.compile(lambda x, y: tp.sinkhorn_divergence(x, y), fullgraph=True)(X, Y)
+
+
+def test_sinkhorn_divergence_tolerance_under_compile_runs_max_iter():
+    """Under tracing the early stop at tol is disabled: all max_iter iterations run, which is
+    the eager result with a tolerance that is never reached."""
+    torch._dynamo.reset()
+    X, Y = _clouds()
+    compiled = torch.compile(lambda x, y: tp.sinkhorn_divergence(x, y, blur=0.5, diameter=6.0, tol=0.1,
+                                                                 max_iter=15), fullgraph=True)
+    with pytest.warns(UserWarning, match="tol"):
+        full = tp.sinkhorn_divergence(X, Y, blur=0.5, diameter=6.0, tol=1e-30, max_iter=15)
+    from geomloss._legacy.sinkhorn_divergence import epsilon_schedule
+    scheduled = len(epsilon_schedule(2, 6.0, 0.5, 0.5))
+    _, log = tp.sinkhorn_divergence(X, Y, blur=0.5, diameter=6.0, tol=0.1, max_iter=15, log=True)
+    assert log["niter"] < scheduled + 15  # the eager call stopped early ...
+    torch.testing.assert_close(compiled(X, Y), full, rtol=1e-5, atol=1e-7)  # ... the compiled one did not
+
+
+def test_sinkhorn_divergence_export():
+    class Loss(torch.nn.Module):
+        def forward(self, x, y):
+            return tp.sinkhorn_divergence(x, y, blur=0.2, scaling=0.7, diameter=6.0)
+
+    X, Y = _clouds()
+    ep = torch.export.export(Loss(), (X, Y))
+    assert _torchpair_ops_in(ep)
+    X2, Y2 = _clouds(12, 9)
+    X2 = X2 * 1.1
+    torch.testing.assert_close(ep.module()(X2, Y2), Loss()(X2, Y2), rtol=1e-5, atol=1e-6)

@@ -143,6 +143,17 @@ def references() -> dict[str, torch.Tensor]:
     ]:
         oracle[name], python[name] = o, p
 
+    # the Sinkhorn divergence: GeomLoss' SamplesLoss("sinkhorn") (tensorized) as the oracle
+    import geomloss
+    for name, o, p in [
+        ("sinkhorn_divergence", geomloss.SamplesLoss("sinkhorn", blur=0.3, backend="tensorized")(A, B),
+         tp.sinkhorn_divergence(A, B, blur=0.3)),
+        ("sinkhorn_divergence_weighted",
+         geomloss.SamplesLoss("sinkhorn", blur=0.2, scaling=0.8, reach=1.0, backend="tensorized")(a, A, b, B),
+         tp.sinkhorn_divergence(A, B, a, b, blur=0.2, scaling=0.8, reach=1.0)),
+    ]:
+        oracle[name], python[name] = o, p
+
     # token sequences: rapidfuzz oracles
     from rapidfuzz import process
     from rapidfuzz.distance import JaroWinkler, Levenshtein

@@ -30,9 +30,12 @@ from . import sequences as seq  # noqa: E402  (token sequences: edit distances)
 from .sequences import encode  # noqa: E402
 from . import _meta_transport  # noqa: E402,F401  (fake kernels of the transport operators)
 from .transport import emd, emd2, wasserstein  # noqa: E402
+from .entropic import sinkhorn, sinkhorn2, sinkhorn_unbalanced, sinkhorn_unbalanced2  # noqa: E402
+from .divergence import sinkhorn_divergence  # noqa: E402
 from .backends import backend, get_backend  # noqa: E402
 
 from . import distributed  # noqa: E402  (tp.distributed: sharded reductions over torch.distributed)
+from . import nn  # noqa: E402  (tp.nn: loss modules)
 
 __version__ = "0.1.0"
 
@@ -76,4 +79,9 @@ __all__ = [
     "emd",
     "emd2",
     "wasserstein",
+    "sinkhorn",
+    "sinkhorn2",
+    "sinkhorn_unbalanced",
+    "sinkhorn_unbalanced2",
+    "sinkhorn_divergence",
 ]

@@ -235,6 +235,14 @@ at::Tensor emd2(const std::optional<at::Tensor>& a, const std::optional<at::Tens
   return emd(a, b, M, max_iter, normalize, mass_tol).cost;
 }
 
+at::Tensor sinkhorn_divergence(const at::Tensor& x, const at::Tensor& y, const std::optional<at::Tensor>& a,
+                               const std::optional<at::Tensor>& b, const SinkhornDivergenceOptions& s,
+                               const PairwiseOperationOptions& options) {
+  return std::get<0>(ops::sinkhorn_divergence(x, y, a, b, s.p, s.blur, s.scaling, s.reach, s.metric, s.diameter,
+                                              s.debias, s.tol, s.max_iter, s.unrolled, true, std::nullopt, true,
+                                              options.comparison));
+}
+
 namespace seq {
 namespace {
 

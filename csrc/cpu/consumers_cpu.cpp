@@ -149,8 +149,11 @@ struct LseState {
 template <typename T>
 inline T lse_raise(LseState<T>& st, T tile_max) {
   const T old_shift = st.shift();
+  const bool empty = !std::isfinite(st.max);  // nothing folded yet: the sum is 0
   st.max = math::maximum(st.max, tile_max);
-  const T factor = std::exp(old_shift - st.shift());
+  // an empty state's shift is 0, so exp(0 - shift) overflows to inf for a first tile whose
+  // maximum is below about -709 (double) or -88 (float), and 0 * inf is NaN: its factor is 0
+  const T factor = empty ? T(0) : std::exp(old_shift - st.shift());
   st.sum *= factor;
   return factor;
 }

@@ -99,6 +99,14 @@ at::Tensor pdist(const at::Tensor& x, const std::string& metric, const Compariso
 std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor> emd(
     const std::optional<at::Tensor>& a, const std::optional<at::Tensor>& b, const at::Tensor& M,
     std::optional<int64_t> max_iter, bool normalize, std::optional<double> mass_tol);
+// the debiased Sinkhorn divergence (ops/sinkhorn.cpp):
+// (value, err, niter, f_ba, g_ab, f_aa, g_bb)
+std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor> sinkhorn_divergence(
+    const at::Tensor& x, const at::Tensor& y, const std::optional<at::Tensor>& a, const std::optional<at::Tensor>& b,
+    double exponent, double blur, double scaling, std::optional<double> reach,
+    const std::optional<std::string>& metric, std::optional<double> diameter, bool debias, std::optional<double> tol,
+    int64_t max_iter, bool unrolled, bool eager, std::optional<double> mass_tol, bool warn,
+    const ComparisonOptions& o);
 
 // K(x_i, x_i) for every row of x [..., N, D], computed as exact self-comparisons (the
 // diagonal of pairwise(x, None)), differentiable. `op` names the caller in messages.

@@ -61,6 +61,37 @@ at::Tensor emd2(const std::optional<at::Tensor>& a, const std::optional<at::Tens
                 std::optional<int64_t> max_iter = std::nullopt, bool normalize = false,
                 std::optional<double> mass_tol = std::nullopt);
 
+// ---- entropic optimal transport --------------------------------------------------------
+// The options of tp::sinkhorn_divergence (Python's keyword arguments, GeomLoss' names):
+// the cost is |x - y|^p / p (metric unset; p = 1 or 2) or the catalog metric (its
+// parameters in the PairwiseOperationOptions; the minkowski exponent is options.comparison.p),
+// eps = blur^p, eps-scaling from diameter^p (unset: the bounding-box diagonal, or the largest
+// cost) by scaling^p per iteration, reach (rho = reach^p) for unbalanced transport; tol:
+// keep iterating at eps = blur^p until the marginal error is below it (at most max_iter
+// more, with a warning); unrolled: autograd through the iterations instead of the converged
+// potentials.
+struct SinkhornDivergenceOptions {
+  double p = 2.0;
+  double blur = 0.05;
+  double scaling = 0.5;
+  std::optional<double> reach;
+  std::optional<std::string> metric;
+  std::optional<double> diameter;
+  bool debias = true;
+  std::optional<double> tol;
+  int64_t max_iter = 1000;
+  bool unrolled = false;
+};
+// The debiased Sinkhorn divergence S = OT(a, b) - OT(a, a)/2 - OT(b, b)/2 between the point
+// clouds x [..., N, D] (weights a [..., N], nullopt: uniform) and y [..., M, D], streamed
+// (never N x M), [...]; differentiable w.r.t. x, y, a, b (torchpair::sinkhorn_divergence,
+// the operator tp.sinkhorn_divergence calls in Python).
+at::Tensor sinkhorn_divergence(const at::Tensor& x, const at::Tensor& y,
+                               const std::optional<at::Tensor>& a = std::nullopt,
+                               const std::optional<at::Tensor>& b = std::nullopt,
+                               const SinkhornDivergenceOptions& sinkhorn = {},
+                               const PairwiseOperationOptions& options = {});
+
 // Token sequences (tp.seq in Python) have no C++ entry point yet: call the registered
 // operators torchpair::_seq_dense / _seq_pdist / _seq_topk through the dispatcher.
 

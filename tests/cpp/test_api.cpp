@@ -213,6 +213,14 @@ void sets(const Refs& r) {
   const tp::TransportResult t = tp::emd(a, b, M);
   CHECK_THAT(t.status.item<int64_t>() == 0, "emd status " << t.status);
   compare(r, "emd_plan_marginal", t.plan.sum(-1));
+  tp::SinkhornDivergenceOptions sk;
+  sk.blur = 0.3;
+  compare(r, "sinkhorn_divergence", tp::sinkhorn_divergence(A, B, std::nullopt, std::nullopt, sk));
+  tp::SinkhornDivergenceOptions unbalanced;
+  unbalanced.blur = 0.2;
+  unbalanced.scaling = 0.8;
+  unbalanced.reach = 1.0;
+  compare(r, "sinkhorn_divergence_weighted", tp::sinkhorn_divergence(A, B, a, b, unbalanced));
 
   const at::Tensor sx = get(r, "in/sx"), sxl = get(r, "in/sxl"), sy = get(r, "in/sy"), syl = get(r, "in/syl");
   compare(r, "seq_levenshtein", tp::seq::pairwise(sx, sxl, sy, syl, "levenshtein"));
