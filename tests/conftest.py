@@ -30,3 +30,12 @@ def pytest_configure(config):
 # are fast; set before pykeops is first imported.
 os.environ.setdefault("KEOPS_CACHE_FOLDER", os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                                                          "build", "keops"))
+
+# Inductor's on-disk caches (FX graph, AOT autograd) do not key on a custom operator's schema:
+# a graph compiled against an earlier build of libtorchpair would be replayed with the old
+# argument list. One cache folder per native library build (size and mtime) keeps reruns fast
+# and never mixes builds.
+_lib = os.stat(torchpair._native.library_path())
+os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", os.path.join(
+    os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "build", "inductor",
+    f"{_lib.st_size}-{int(_lib.st_mtime)}"))

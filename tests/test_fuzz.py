@@ -15,7 +15,7 @@ import textwrap
 import numpy as np
 import pytest
 import torch
-from hypothesis import HealthCheck, given, settings
+from hypothesis import assume, HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import torchpair as tp
@@ -64,6 +64,9 @@ def _finite_rows(t):
 @given(problems())
 def test_dense_and_lazy_against_oracle(problem):
     case, n, m, d, batch, dtype, scale, layout, special, seed = problem
+    # scipy's mahalanobis needs more observations than features for its default VI (torchpair
+    # takes the pseudo-inverse of the singular covariance instead): no oracle there
+    assume(not (case.metric == "mahalanobis" and "VI" not in case.params and 0 < n + m <= d))
     g = torch.Generator().manual_seed(seed)
     x = _make((*batch, n, d), dtype, scale, layout, g)
     y = _make((*batch, m, d), dtype, scale, layout, g)

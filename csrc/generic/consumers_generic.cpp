@@ -666,9 +666,11 @@ std::tuple<at::Tensor, at::Tensor> softmax_matmul(const Request& req, const at::
       const int64_t nc = std::min(sw.col_chunk, sw.cols() - c0);
       const at::Tensor K = ev->values(sw.tile(r0, nr, c0, nc));
       const at::Tensor shift_old = at::where(at::isfinite(m), m, at::zeros({}, m.options()));
+      const at::Tensor empty = at::isneginf(m);  // nothing folded yet: s and acc are 0
       m = at::maximum(m, std::get<0>(K.max(-1, /*keepdim=*/true)));
       const at::Tensor shift = at::where(at::isfinite(m), m, at::zeros({}, m.options()));
-      const at::Tensor factor = at::exp(shift_old - shift);
+      // exp(0 - shift) overflows for a first chunk below exp's range, and 0 * inf is NaN
+      const at::Tensor factor = at::where(empty, at::zeros({}, m.options()), at::exp(shift_old - shift));
       const at::Tensor P = at::exp(K - shift);
       s = s * factor + P.sum(-1, /*keepdim=*/true);
       acc = acc * factor + at::matmul(P, v.narrow(1, c0, nc));
