@@ -8,6 +8,7 @@ structural too).
 from __future__ import annotations
 
 import difflib
+import functools
 import numbers
 import re
 
@@ -138,6 +139,20 @@ def check_operands(op: str, X, Y, metric, y_optional: bool = True) -> None:
 
 # "torchpair.<name>: ..." (argument errors) or "torchpair.<name>() got ..." (keywords)
 _PREFIX = re.compile(r"torchpair\.[A-Za-z_][\w.]*(: |\(\) )")
+
+
+def public(name: str):
+    """Decorator: the function's ValueError / TypeError name ``torchpair.<name>`` (see
+    :func:`renamed`), for public functions that run operators or other public functions."""
+    def deco(fn):
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            try:
+                return fn(*args, **kwargs)
+            except (ValueError, TypeError) as exc:
+                raise renamed(exc, name) from None
+        return wrapper
+    return deco
 
 
 def renamed(exc: BaseException, public: str) -> BaseException:
