@@ -165,6 +165,11 @@ def _core_args(kernel, scalars, d, dtype, with_sides, transpose=False, symmetric
     return tuple(args + [kernel, list(scalars), symmetric, transpose, None])
 
 
+def _lse_weight(dtype, cols):
+    """Log-weights of the columns of a weighted logsumexp, [2, cols], differentiable."""
+    return torch.randn(2, cols, dtype=dtype, generator=torch.Generator().manual_seed(3), requires_grad=True)
+
+
 def _public_args(dtype, with_y=True, v=False, dim=False):
     g = torch.Generator().manual_seed(1)
     x = torch.randn(2, 5, 4, dtype=dtype, generator=g, requires_grad=True)
@@ -202,6 +207,11 @@ for _kernel, _scalars, _sides in [
             OpCase("torchpair::_row_reduce", lambda dt, mk=_mk: _insert(mk(dt), 4, "sum"), id=f"_row_reduce-sum-{_id}"),
             OpCase("torchpair::_row_reduce", lambda dt, mk=_mk: _insert(mk(dt), 4, "logsumexp"),
                    id=f"_row_reduce-lse-{_id}"),
+            OpCase("torchpair::_row_reduce", lambda dt, mk=_mk, t=_t: (*_insert(mk(dt), 4, "logsumexp"), -0.7,
+                                                                   _lse_weight(dt, 5 if t else 7), 0.0),
+                   id=f"_row_reduce-weighted-lse-{_id}"),
+            OpCase("torchpair::_row_reduce", lambda dt, mk=_mk: (*_insert(mk(dt), 4, "count"), 1.0, None, 0.5),
+                   id=f"_row_reduce-count-{_id}"),
             OpCase("torchpair::_topk", lambda dt, mk=_mk: _insert(mk(dt), 4, 3, False, False), id=f"_topk-{_id}"),
             OpCase("torchpair::_softmax_matmul", lambda dt, mk=_mk: mk(dt, v_cols=2), id=f"_softmax_matmul-{_id}"),
         ]
@@ -232,7 +242,8 @@ def _backward_args(case, nmask, dtype):
     grad = torch.randn(first.shape, dtype=dtype, generator=torch.Generator().manual_seed(2))
     detached = [a.detach() if isinstance(a, torch.Tensor) else a for a in args]
     if name == "_row_reduce":  # (..., reduction, result, engine..., dtype, scale, weight)
-        detached = list(_insert(detached, 5, out)) + [1.0, None]
+        scale_weight = detached[10:12] if len(detached) > 10 else [1.0, None]
+        detached = list(_insert(detached[:10], 5, out)) + scale_weight
     if name == "_softmax_matmul":  # (..., v, out, lse, engine...)
         detached = _insert(detached, 5, out[0], out[1])
     return (grad, *detached, [True] * nmask)
@@ -241,7 +252,7 @@ def _backward_args(case, nmask, dtype):
 _BACKWARD = {"_dense": 4, "_row_reduce": 5, "_matmul": 5, "_softmax_matmul": 5, "_paired": 4}
 for _case in list(OP_CASES):
     _name = _case.op.split("::")[1]
-    if _name in _BACKWARD:
+    if _name in _BACKWARD and "-count-" not in _case.id:  # a count has no backward
         OP_CASES.append(OpCase(_case.op + "_backward", lambda dt, c=_case, n=_BACKWARD[_name]: _backward_args(c, n, dt),
                                id=_case.id.replace(_name, _name + "_backward", 1)))
 
@@ -258,6 +269,10 @@ OP_CASES += [
     OpCase("torchpair::lazy_matmul", lambda dt: _public_args(dt, v=True), id="lazy_matmul"),
     OpCase("torchpair::lazy_reduce", lambda dt: (*_public_args(dt), "logsumexp", -1), id="lazy_reduce"),
     OpCase("torchpair::lazy_reduce", lambda dt: (*_public_args(dt), "mean", None), id="lazy_reduce-all"),
+    OpCase("torchpair::lazy_reduce", lambda dt: (*_public_args(dt), "logsumexp", -1, False, -0.7, _lse_weight(dt, 6)),
+           id="lazy_reduce-weighted-lse"),
+    OpCase("torchpair::lazy_reduce", lambda dt: (*_public_args(dt), "count", -2, False, 1.0, None, 0.5),
+           id="lazy_reduce-count"),
     OpCase("torchpair::lazy_topk", lambda dt: (*_public_args(dt), 2, -1, False), id="lazy_topk"),
     OpCase("torchpair::lazy_topk", lambda dt: (*_public_args(dt, with_y=False), 1, -2, True, True, False, "propagate"),
            id="lazy_topk-self-cols"),
