@@ -16,6 +16,25 @@
 #include "metrics/distances.h"
 #include "metrics/boolean.h"
 #include "metrics/kernel_list.h"
+#include "reductions/logsumexp.h"
+#include "reductions/softmax.h"
+#include "reductions/sum.h"
+#include "reductions/topk.h"
+
+// The device-generic engine's side of the reduction seam (reductions/tile.h): a tile is the
+// [B, nr, nc] tensor of a row chunk's values, its statistics are [B, nr, 1].
+namespace tp::reductions {
+template <>
+struct TileOps<at::Tensor> {
+  static at::Tensor max(const at::Tensor& t) { return t.amax(-1, /*keepdim=*/true); }
+  static at::Tensor sum(const at::Tensor& t) { return t.sum(-1, /*keepdim=*/true); }
+  static at::Tensor count_le(const at::Tensor& t, double threshold) { return t.le(threshold).sum(-1, true); }
+  static at::Tensor exp_sum(at::Tensor& t, const at::Tensor& shift) {
+    t = at::exp(t - shift);
+    return t.sum(-1, /*keepdim=*/true);
+  }
+};
+}  // namespace tp::reductions
 
 namespace tp::generic {
 namespace {
@@ -426,10 +445,18 @@ struct Sweep {
   }
 
   template <typename F>
+  void for_each_row_chunk(const F& f) const {
+    for (int64_t r0 = 0; r0 < rows(); r0 += row_chunk) f(r0, std::min(row_chunk, rows() - r0));
+  }
+  template <typename F>
+  void for_each_col_chunk(const F& f) const {
+    for (int64_t c0 = 0; c0 < cols(); c0 += col_chunk) f(c0, std::min(col_chunk, cols() - c0));
+  }
+  template <typename F>
   void for_each(const F& f) const {
-    for (int64_t r0 = 0; r0 < rows(); r0 += row_chunk)
-      for (int64_t c0 = 0; c0 < cols(); c0 += col_chunk)
-        f(r0, std::min(row_chunk, rows() - r0), c0, std::min(col_chunk, cols() - c0));
+    for_each_row_chunk([&](int64_t r0, int64_t nr) {
+      for_each_col_chunk([&](int64_t c0, int64_t nc) { f(r0, nr, c0, nc); });
+    });
   }
 };
 
@@ -530,35 +557,37 @@ at::Tensor lse_argument(const engine::RowReduce& r, const at::Tensor& values, in
   return t;
 }
 
+// A row chunk's reduction state over its column chunks, then its finalized rows.
 at::Tensor row_reduce(const Request& req, const engine::RowReduce& reduction) {
+  using reductions::Count;
+  using reductions::LogSumExp;
+  using reductions::Sum;
   auto ev = make_evaluator(req.spec, req.value_type);
   Sweep sw(req, req.spec.transposed, *ev);
-  switch (reduction.kind) {
-    case engine::RowReduction::kSum: {
-      at::Tensor out = at::zeros({req.batch(), sw.rows()}, req.value_options());
-      sw.for_each([&](int64_t r0, int64_t nr, int64_t c0, int64_t nc) {
-        out.narrow(1, r0, nr).add_(ev->values(sw.tile(r0, nr, c0, nc)).sum(-1));
-      });
-      return out;
-    }
-    case engine::RowReduction::kCount: {
-      at::Tensor out = at::zeros({req.batch(), sw.rows()}, req.value_options().dtype(at::kLong));
-      sw.for_each([&](int64_t r0, int64_t nr, int64_t c0, int64_t nc) {
-        out.narrow(1, r0, nr).add_(ev->values(sw.tile(r0, nr, c0, nc)).le(reduction.threshold).sum(-1));
-      });
-      return out;
-    }
-    default:
-      break;
-  }
-  // logsumexp over column chunks of scale * K + weight: chunk results combined with a
-  // stable logaddexp.
-  at::Tensor out = at::full({req.batch(), sw.rows()}, -std::numeric_limits<double>::infinity(), req.value_options());
-  sw.for_each([&](int64_t r0, int64_t nr, int64_t c0, int64_t nc) {
-    at::Tensor blk = out.narrow(1, r0, nr);
-    blk.copy_(at::logaddexp(blk, at::logsumexp(lse_argument(reduction, ev->values(sw.tile(r0, nr, c0, nc)), c0, nc,
-                                                            true),
-                                               {-1})));
+  const bool count = reduction.kind == engine::RowReduction::kCount;
+  const bool lse = reduction.kind == engine::RowReduction::kLogSumExp;
+  const auto opts = count ? req.value_options().dtype(at::kLong) : req.value_options();
+  at::Tensor out = lse ? at::full({req.batch(), sw.rows()}, -std::numeric_limits<double>::infinity(), opts)
+                       : at::zeros({req.batch(), sw.rows()}, opts);
+  if (sw.cols() == 0) return out;
+  sw.for_each_row_chunk([&](int64_t r0, int64_t nr) {
+    const at::Tensor like = at::zeros({req.batch(), nr, 1}, opts);  // int64 for a count
+    LogSumExp<at::Tensor> l;
+    if (lse) l = LogSumExp<at::Tensor>::empty(like);
+    Sum<at::Tensor> sum{like};
+    Count<at::Tensor> n{like, reduction.threshold};
+    sw.for_each_col_chunk([&](int64_t c0, int64_t nc) {
+      at::Tensor values = ev->values(sw.tile(r0, nr, c0, nc));
+      if (lse) {
+        values = lse_argument(reduction, values, c0, nc, true);
+        l.fold(values);
+      } else if (count) {
+        n.fold(values);
+      } else {
+        sum.fold(values);
+      }
+    });
+    out.narrow(1, r0, nr).copy_((lse ? l.finalize() : count ? n.finalize() : sum.finalize()).squeeze(-1));
   });
   return out;
 }
@@ -578,26 +607,25 @@ engine::Grads5 row_reduce_backward(const at::Tensor& grad, const Request& req, c
         none);
     return {g[0], g[1], g[2], g[3], at::Tensor()};
   }
-  // logsumexp: p_rc = exp(scale K_rc + w_c - lse_r) (0 on rows whose lse is -inf);
-  // dL/dK_rc = grad_r scale p_rc, dL/dw_c = sum_r grad_r p_rc.
+  // logsumexp of scale K_rc + w_c (reductions/softmax.h): dL/dK_rc = grad_r scale p_rc,
+  // dL/dw_c = sum_r grad_r p_rc.
   const bool want_w = mask[4] && reduction.weight.defined();
   at::Tensor dw = want_w ? at::zeros_like(reduction.weight) : at::Tensor();
-  auto prob = [&](const at::Tensor& values, bool own, int64_t r0, int64_t nr, int64_t c0, int64_t nc) {
-    // values in the sweep's orientation; op rows are the sweep's rows when own
-    const at::Tensor k = own ? values : values.transpose(1, 2);  // [B, op rows, op cols]
+  const at::Tensor scale = at::full({}, reduction.scale, result.options());
+  // (argument, lse, grad) of a tile in the operator's orientation [B, op rows, op cols]
+  auto operands = [&](const at::Tensor& values, bool own, int64_t r0, int64_t nr, int64_t c0, int64_t nc) {
+    const at::Tensor k = own ? values : values.transpose(1, 2);
     const int64_t i0 = own ? r0 : c0, ni = own ? nr : nc, j0 = own ? c0 : r0, nj = own ? nc : nr;
-    const at::Tensor l = result.narrow(1, i0, ni).unsqueeze(2);
-    const at::Tensor p = at::where(at::isneginf(l), at::zeros({}, l.options()),
-                                   at::exp(lse_argument(reduction, k, j0, nj, true) - l));
-    return std::make_tuple(p, grad.narrow(1, i0, ni).unsqueeze(2));
+    return std::make_tuple(lse_argument(reduction, k, j0, nj, true), result.narrow(1, i0, ni).unsqueeze(2),
+                           grad.narrow(1, i0, ni).unsqueeze(2));
   };
   auto g = backward_sweeps(
       req, mask4, false,
       [&](const Evaluator& ev, const Tile& t, bool transposed, int64_t r0, int64_t nr, int64_t c0, int64_t nc) {
         const bool own = transposed == req.spec.transposed;
-        auto [p, gr] = prob(ev.values(t), own, r0, nr, c0, nc);
-        if (want_w && own) dw.narrow(1, c0, nc).add_((gr * p).sum(1));
-        const at::Tensor gk = gr * p * reduction.scale;
+        auto [arg, l, gr] = operands(ev.values(t), own, r0, nr, c0, nc);
+        if (want_w && own) dw.narrow(1, c0, nc).add_((gr * reductions::softmax_weight(arg, l)).sum(1));
+        const at::Tensor gk = reductions::logsumexp_grad(arg, l, gr, scale);
         return own ? gk : gk.transpose(1, 2);
       },
       none);
@@ -607,16 +635,15 @@ engine::Grads5 row_reduce_backward(const at::Tensor& grad, const Request& req, c
     auto ev = make_evaluator(req.spec, req.value_type);
     Sweep sw(req, req.spec.transposed, *ev);
     sw.for_each([&](int64_t r0, int64_t nr, int64_t c0, int64_t nc) {
-      auto [p, gr] = prob(ev->values(sw.tile(r0, nr, c0, nc)), true, r0, nr, c0, nc);
-      dw.narrow(1, c0, nc).add_((gr * p).sum(1));
+      auto [arg, l, gr] = operands(ev->values(sw.tile(r0, nr, c0, nc)), true, r0, nr, c0, nc);
+      dw.narrow(1, c0, nc).add_((gr * reductions::softmax_weight(arg, l)).sum(1));
     });
   }
   return {g[0], g[1], g[2], g[3], dw};
 }
 
-// Running top-k merged chunk by chunk. Candidates are kept in column order and sorted
-// stably, so ties keep the lower column; NaN first when nan_first (torch.min/max; torch.topk
-// with largest=True), last otherwise.
+// Running top-k: each column chunk's candidates merged with the best so far under the one
+// ordering rule (reductions/topk.h).
 std::tuple<at::Tensor, at::Tensor> topk(const Request& req, int64_t k, bool largest, bool nan_first) {
   auto ev = make_evaluator(req.spec, req.value_type);
   Sweep sw(req, req.spec.transposed, *ev);
@@ -624,32 +651,25 @@ std::tuple<at::Tensor, at::Tensor> topk(const Request& req, int64_t k, bool larg
   at::Tensor values = at::empty({req.batch(), sw.rows(), k}, req.value_options());
   at::Tensor indices = at::empty({req.batch(), sw.rows(), k}, long_opts);
   if (values.numel() == 0) return {values, indices};
-  for (int64_t r0 = 0; r0 < sw.rows(); r0 += sw.row_chunk) {
-    const int64_t nr = std::min(sw.row_chunk, sw.rows() - r0);
+  sw.for_each_row_chunk([&](int64_t r0, int64_t nr) {
     at::Tensor best_v, best_i;
-    for (int64_t c0 = 0; c0 < sw.cols(); c0 += sw.col_chunk) {
-      const int64_t nc = std::min(sw.col_chunk, sw.cols() - c0);
+    sw.for_each_col_chunk([&](int64_t c0, int64_t nc) {
       at::Tensor v = ev->values(sw.tile(r0, nr, c0, nc));
       at::Tensor i = at::arange(c0, c0 + nc, long_opts).expand_as(v);
       if (best_v.defined()) {
         v = at::cat({best_v, v}, -1);
         i = at::cat({best_i, i}, -1);
       }
-      // order by value (stable: ties keep column order), then move NaN to its place
-      at::Tensor order = std::get<1>(at::sort(v, /*stable=*/true, -1, /*descending=*/largest));
-      v = v.gather(-1, order);
-      i = i.gather(-1, order);
-      const at::Tensor nan_key = nan_first ? at::isnan(v).logical_not() : at::isnan(v);
-      order = std::get<1>(at::sort(nan_key.to(at::kByte), /*stable=*/true, -1, /*descending=*/false));
-      best_v = v.gather(-1, order).narrow(-1, 0, std::min<int64_t>(k, v.size(-1)));
-      best_i = i.gather(-1, order).narrow(-1, 0, std::min<int64_t>(k, v.size(-1)));
-    }
+      std::tie(best_v, best_i) = reductions::merge_topk(v, i, std::min<int64_t>(k, v.size(-1)), largest, nan_first);
+    });
     values.narrow(1, r0, nr).copy_(best_v);
     indices.narrow(1, r0, nr).copy_(best_i);
-  }
+  });
   return {values, indices};
 }
 
+// The online logsumexp of each row chunk (reductions/logsumexp.h); its rescaling factor also
+// rescales the running product.
 std::tuple<at::Tensor, at::Tensor> softmax_matmul(const Request& req, const at::Tensor& v) {
   auto ev = make_evaluator(req.spec, req.value_type);
   Sweep sw(req, req.spec.transposed, *ev);
@@ -657,28 +677,17 @@ std::tuple<at::Tensor, at::Tensor> softmax_matmul(const Request& req, const at::
   at::Tensor out = at::zeros({req.batch(), sw.rows(), C}, req.value_options());
   at::Tensor lse = at::full({req.batch(), sw.rows()}, -std::numeric_limits<double>::infinity(), req.value_options());
   if (sw.cols() == 0) return {out, lse};
-  for (int64_t r0 = 0; r0 < sw.rows(); r0 += sw.row_chunk) {
-    const int64_t nr = std::min(sw.row_chunk, sw.rows() - r0);
-    at::Tensor m = at::full({req.batch(), nr, 1}, -std::numeric_limits<double>::infinity(), req.value_options());
-    at::Tensor s = at::zeros({req.batch(), nr, 1}, req.value_options());
+  sw.for_each_row_chunk([&](int64_t r0, int64_t nr) {
+    auto state = reductions::LogSumExp<at::Tensor>::empty(at::zeros({req.batch(), nr, 1}, req.value_options()));
     at::Tensor acc = at::zeros({req.batch(), nr, C}, req.value_options());
-    for (int64_t c0 = 0; c0 < sw.cols(); c0 += sw.col_chunk) {
-      const int64_t nc = std::min(sw.col_chunk, sw.cols() - c0);
-      const at::Tensor K = ev->values(sw.tile(r0, nr, c0, nc));
-      const at::Tensor shift_old = at::where(at::isfinite(m), m, at::zeros({}, m.options()));
-      const at::Tensor empty = at::isneginf(m);  // nothing folded yet: s and acc are 0
-      m = at::maximum(m, std::get<0>(K.max(-1, /*keepdim=*/true)));
-      const at::Tensor shift = at::where(at::isfinite(m), m, at::zeros({}, m.options()));
-      // exp(0 - shift) overflows for a first chunk below exp's range, and 0 * inf is NaN
-      const at::Tensor factor = at::where(empty, at::zeros({}, m.options()), at::exp(shift_old - shift));
-      const at::Tensor P = at::exp(K - shift);
-      s = s * factor + P.sum(-1, /*keepdim=*/true);
+    sw.for_each_col_chunk([&](int64_t c0, int64_t nc) {
+      at::Tensor P = ev->values(sw.tile(r0, nr, c0, nc));
+      const at::Tensor factor = state.fold(P);  // P := exp(K - shift)
       acc = acc * factor + at::matmul(P, v.narrow(1, c0, nc));
-    }
-    out.narrow(1, r0, nr).copy_(acc / s);
-    const at::Tensor shift = at::where(at::isfinite(m), m, at::zeros({}, m.options()));
-    lse.narrow(1, r0, nr).copy_((at::log(s) + shift).squeeze(-1));
-  }
+    });
+    out.narrow(1, r0, nr).copy_(acc / state.sum);
+    lse.narrow(1, r0, nr).copy_(state.finalize().squeeze(-1));
+  });
   return {out, lse};
 }
 
@@ -686,9 +695,6 @@ engine::Grads5 softmax_matmul_backward(const at::Tensor& grad, const Request& re
                                        const at::Tensor& out, const at::Tensor& lse, std::array<bool, 5> mask) {
   const at::Tensor delta = (grad * out).sum(-1);
   at::Tensor dv = mask[4] ? at::zeros_like(v) : at::Tensor();
-  auto prob = [&](const at::Tensor& K, const at::Tensor& l) {
-    return at::where(at::isneginf(l), at::zeros({}, l.options()), at::exp(K - l));
-  };
   auto g = backward_sweeps(
       req, {mask[0], mask[1], mask[2], mask[3]}, mask[4],
       [&](const Evaluator& ev, const Tile& t, bool transposed, int64_t r0, int64_t nr, int64_t c0, int64_t nc) {
@@ -696,14 +702,16 @@ engine::Grads5 softmax_matmul_backward(const at::Tensor& grad, const Request& re
         const at::Tensor K = ev.values(t);
         if (own) {  // dL/dK_rc = p_rc (grad_r . v_c - delta_r)
           const at::Tensor gv = at::matmul(grad.narrow(1, r0, nr), v.narrow(1, c0, nc).transpose(1, 2));
-          return prob(K, lse.narrow(1, r0, nr).unsqueeze(2)) * (gv - delta.narrow(1, r0, nr).unsqueeze(2));
+          return reductions::softmax_product_grad(K, lse.narrow(1, r0, nr).unsqueeze(2), gv,
+                                                  delta.narrow(1, r0, nr).unsqueeze(2));
         }
         const at::Tensor gv = at::matmul(v.narrow(1, r0, nr), grad.narrow(1, c0, nc).transpose(1, 2));
-        return prob(K, lse.narrow(1, c0, nc).unsqueeze(1)) * (gv - delta.narrow(1, c0, nc).unsqueeze(1));
+        return reductions::softmax_product_grad(K, lse.narrow(1, c0, nc).unsqueeze(1), gv,
+                                                delta.narrow(1, c0, nc).unsqueeze(1));
       },
       [&](int64_t r0, int64_t nr, int64_t c0, int64_t nc, const at::Tensor& values) {
         // the transposed sweep: rows are V's rows, dV_r += sum_c p_cr grad_c
-        const at::Tensor p = prob(values, lse.narrow(1, c0, nc).unsqueeze(1));
+        const at::Tensor p = reductions::softmax_weight(values, lse.narrow(1, c0, nc).unsqueeze(1));
         dv.narrow(1, r0, nr).add_(at::matmul(p, grad.narrow(1, c0, nc)));
       });
   return {g[0], g[1], g[2], g[3], dv};
