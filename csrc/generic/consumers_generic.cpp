@@ -19,22 +19,8 @@
 #include "reductions/logsumexp.h"
 #include "reductions/softmax.h"
 #include "reductions/sum.h"
+#include "reductions/tensor_tile.h"
 #include "reductions/topk.h"
-
-// The device-generic engine's side of the reduction seam (reductions/tile.h): a tile is the
-// [B, nr, nc] tensor of a row chunk's values, its statistics are [B, nr, 1].
-namespace tp::reductions {
-template <>
-struct TileOps<at::Tensor> {
-  static at::Tensor max(const at::Tensor& t) { return t.amax(-1, /*keepdim=*/true); }
-  static at::Tensor sum(const at::Tensor& t) { return t.sum(-1, /*keepdim=*/true); }
-  static at::Tensor count_le(const at::Tensor& t, double threshold) { return t.le(threshold).sum(-1, true); }
-  static at::Tensor exp_sum(at::Tensor& t, const at::Tensor& shift) {
-    t = at::exp(t - shift);
-    return t.sum(-1, /*keepdim=*/true);
-  }
-};
-}  // namespace tp::reductions
 
 namespace tp::generic {
 namespace {

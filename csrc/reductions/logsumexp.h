@@ -17,9 +17,11 @@ struct LogSumExp {
   }
 
   // exp's shift: the running maximum, 0 while it is not finite (as torch.logsumexp; a +inf
-  // or NaN maximum then gives inf or NaN through the sum).
+  // or NaN maximum then gives inf or NaN through the sum). The result does not depend on
+  // it, so it is a constant for autograd (tensor merges are differentiated by autograd).
   static V shift_of(const V& max) {
-    return math::select(math::equal(max - max, math::full_like(max, 0.0)), max, math::full_like(max, 0.0));
+    const V m = math::constant(max);
+    return math::select(math::equal(m - m, math::full_like(m, 0.0)), m, math::full_like(m, 0.0));
   }
   V shift() const { return shift_of(max); }
 
