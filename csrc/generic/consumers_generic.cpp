@@ -458,9 +458,28 @@ at::Tensor call_gup(const Gup& gup, const Evaluator& ev, const Tile& t, bool tra
     return gup(transposed, r0, nr, c0, nc);
 }
 
-template <typename Gup, typename After>
+// Which tiles a sweep visits (as the CPU walker's walk policies): every tile, or only the
+// tiles reaching the strict upper triangle (own orientation) / lower triangle (the
+// transposed operator) of the condensed pdist result. f(r0, nr, c0, nc).
+struct AllTiles {
+  template <typename F>
+  void operator()(const Sweep& sw, bool, const F& f) const {
+    sw.for_each(f);
+  }
+};
+
+struct TriangleTiles {
+  template <typename F>
+  void operator()(const Sweep& sw, bool own, const F& f) const {
+    sw.for_each([&](int64_t r0, int64_t nr, int64_t c0, int64_t nc) {
+      if (own ? (c0 + nc - 1 > r0) : (c0 < r0 + nr - 1)) f(r0, nr, c0, nc);
+    });
+  }
+};
+
+template <typename Gup, typename After, typename Tiles = AllTiles>
 engine::Grads4 backward_sweeps(const Request& req, std::array<bool, 4> mask, bool want_values, const Gup& gup,
-                               const After& after) {
+                               const After& after, const Tiles& tiles = Tiles{}) {
   engine::Grads4 g;
   auto ev = make_evaluator(req.spec, req.value_type);
   const bool need_x = mask[0] || mask[2], need_y = mask[1] || mask[3];
@@ -472,7 +491,7 @@ engine::Grads4 backward_sweeps(const Request& req, std::array<bool, 4> mask, boo
     Sweep sw(req, transposed, *ev);
     at::Tensor drow = at::zeros_like(sw.rowop);
     at::Tensor dside = sw.rside.defined() ? at::zeros_like(sw.rside) : at::Tensor();
-    sw.for_each([&](int64_t r0, int64_t nr, int64_t c0, int64_t nc) {
+    tiles(sw, transposed == req.spec.transposed, [&](int64_t r0, int64_t nr, int64_t c0, int64_t nc) {
       at::Tensor drow_blk = drow.narrow(1, r0, nr);
       at::Tensor dside_blk = dside.defined() ? dside.narrow(1, r0, nr) : at::Tensor();
       const Tile tile = sw.tile(r0, nr, c0, nc);
@@ -731,19 +750,6 @@ void condensed_index(int64_t n, int64_t r0, int64_t nr, int64_t c0, int64_t nc, 
   index = at::where(valid, i * n - at::div(i * (i + 1), 2, "floor") + (j - i - 1), at::zeros({}, lo));
 }
 
-// Tiles of the sweep that hold some valid pair.
-template <typename F>
-void for_each_triangle_tile(const Sweep& sw, bool upper, const F& f) {
-  for (int64_t r0 = 0; r0 < sw.rows(); r0 += sw.row_chunk) {
-    const int64_t nr = std::min(sw.row_chunk, sw.rows() - r0);
-    for (int64_t c0 = 0; c0 < sw.cols(); c0 += sw.col_chunk) {
-      const int64_t nc = std::min(sw.col_chunk, sw.cols() - c0);
-      const bool any = upper ? (c0 + nc - 1 > r0) : (c0 < r0 + nr - 1);
-      if (any) f(r0, nr, c0, nc);
-    }
-  }
-}
-
 }  // namespace
 
 at::Tensor pdist(const Request& req) {
@@ -752,7 +758,7 @@ at::Tensor pdist(const Request& req) {
   if (out.numel() == 0) return out;
   auto ev = make_evaluator(req.spec, req.value_type);
   Sweep sw(req, false, *ev);
-  for_each_triangle_tile(sw, true, [&](int64_t r0, int64_t nr, int64_t c0, int64_t nc) {
+  TriangleTiles{}(sw, true, [&](int64_t r0, int64_t nr, int64_t c0, int64_t nc) {
     at::Tensor index, valid;
     condensed_index(n, r0, nr, c0, nc, true, out.options(), index, valid);
     const at::Tensor values = ev->values(sw.tile(r0, nr, c0, nc));  // [B, nr, nc]
@@ -762,30 +768,16 @@ at::Tensor pdist(const Request& req) {
 }
 
 engine::Grads4 pdist_backward(const at::Tensor& grad, const Request& req, std::array<bool, 4> mask) {
-  engine::Grads4 g;
   const int64_t B = req.batch(), n = req.x.size(1);
-  if (B == 0 || n < 2) return g;
-  auto ev = make_evaluator(req.spec, req.value_type);
-  const bool need_x = mask[0] || mask[2], need_y = mask[1] || mask[3];
-  for (int pass = 0; pass < 2; ++pass) {
-    const bool transposed = pass == 1;
-    if (!(transposed ? need_y : need_x)) continue;
-    Sweep sw(req, transposed, *ev);
-    at::Tensor drow = at::zeros_like(sw.rowop);
-    at::Tensor dside = sw.rside.defined() ? at::zeros_like(sw.rside) : at::Tensor();
-    for_each_triangle_tile(sw, !transposed, [&](int64_t r0, int64_t nr, int64_t c0, int64_t nc) {
-      at::Tensor index, valid;
-      condensed_index(n, r0, nr, c0, nc, !transposed, grad.options(), index, valid);
-      const at::Tensor gup = at::where(valid, grad.index_select(1, index.flatten()).view({B, nr, nc}),
-                                       at::zeros({}, grad.options()));
-      at::Tensor drow_blk = drow.narrow(1, r0, nr);
-      at::Tensor dside_blk = dside.defined() ? dside.narrow(1, r0, nr) : at::Tensor();
-      ev->vjp(sw.tile(r0, nr, c0, nc), gup, drow_blk, dside_blk);
-    });
-    (transposed ? g[1] : g[0]) = drow;
-    (transposed ? g[3] : g[2]) = dside;
-  }
-  return g;
+  if (B == 0 || n < 2) return engine::Grads4();
+  return backward_sweeps(
+      req, mask, false,
+      [&](bool transposed, int64_t r0, int64_t nr, int64_t c0, int64_t nc) {
+        at::Tensor index, valid;
+        condensed_index(n, r0, nr, c0, nc, !transposed, grad.options(), index, valid);
+        return at::where(valid, grad.index_select(1, index.flatten()).view({B, nr, nc}), at::zeros({}, grad.options()));
+      },
+      [](int64_t, int64_t, int64_t, int64_t, const at::Tensor&) {}, TriangleTiles{});
 }
 
 }  // namespace tp::generic
