@@ -10,6 +10,7 @@
 #include <limits>
 #include <type_traits>
 
+#include "metrics/adapters.h"
 #include "metrics/elementwise.h"
 #include "metrics/inner_product.h"
 #include "metrics/kernels.h"
@@ -90,6 +91,13 @@ struct ElementwiseEvaluator final : Evaluator {
     }
   }
 
+  // each feature's share of a max-reduced value's derivative (terms [..., d], max [...])
+  static at::Tensor tie_shares(const at::Tensor& terms, const at::Tensor& max) {
+    const at::Tensor m = max.unsqueeze(-1);
+    const at::Tensor ties = (terms == m).sum(-1, /*keepdim=*/true).to(terms.scalar_type());
+    return metrics::tie_share(terms, m, ties.reciprocal());
+  }
+
   // d value / d x and d value / d y for each feature, weighted by gup [...]
   void weighted_grads(const at::Tensor& X, const at::Tensor& Y, at::Tensor* terms, at::Tensor* acc,
                       const at::Tensor& gup, at::Tensor& gx, at::Tensor& gy) const {
@@ -98,10 +106,7 @@ struct ElementwiseEvaluator final : Evaluator {
     M::grad_context(acc, value, ctx, s);
     for (int i = 0; i < M::kCtx; ++i) ctx[i] = ctx[i].unsqueeze(-1);
     at::Tensor w = gup.unsqueeze(-1);
-    if constexpr (M::kMax) {
-      const at::Tensor ties = (terms[0] == acc[0].unsqueeze(-1)).to(w.scalar_type());
-      w = w * ties / ties.sum(-1, /*keepdim=*/true);
-    }
+    if constexpr (M::kMax) w = w * tie_shares(terms[0], acc[0]);
     gx = w * M::dx(X, Y, ctx, s);
     gy = w * M::dy(X, Y, ctx, s);
   }
@@ -137,10 +142,7 @@ struct ElementwiseEvaluator final : Evaluator {
     at::Tensor X, Y;
     operands(t, X, Y);
     at::Tensor g = t.transposed ? M::dy(X, Y, ctx, s) : M::dx(X, Y, ctx, s);
-    if constexpr (M::kMax) {
-      const at::Tensor ties = (terms[0] == acc[0].unsqueeze(-1)).to(g.scalar_type());
-      g = g * ties / ties.sum(-1, /*keepdim=*/true);
-    }
+    if constexpr (M::kMax) g = g * tie_shares(terms[0], acc[0]);
     drow.add_((gup.unsqueeze(-1) * g).sum(2));
     return value;
   }
@@ -163,34 +165,15 @@ struct InnerProductEvaluator final : Evaluator {
   // `self` marks exact self-comparisons (distance-based kernels: d2 = 0, gradient 0).
   void evaluate(const at::Tensor& g, const at::Tensor& ax, const at::Tensor& by, const at::Tensor& self,
                 at::Tensor& val, at::Tensor& fg, at::Tensor& fx, at::Tensor& fy) const {
-    if constexpr (M::kDistanceBased) {
-      const at::Tensor zero = at::zeros({}, g.options());
-      const at::Tensor raw = ax + by - 2 * g;
-      at::Tensor d2 = at::clamp_min(raw, 0.0);
-      if (self.defined()) d2 = at::where(self, zero, d2);
-      val = M::h(d2, s);
-      at::Tensor dh = M::dh(d2, val, s);
-      const double eps = g.scalar_type() == at::kFloat ? double(std::numeric_limits<float>::epsilon())
-                                                       : std::numeric_limits<double>::epsilon();
-      const at::Tensor floor = M::kSingularAtZero ? (ax + by) * (16 * eps) : zero;
-      dh = at::where(raw <= floor, zero, dh);
-      if (self.defined()) dh = at::where(self, zero, dh);
-      fg = -2 * dh;
-      fx = dh;
-      fy = dh;
-    } else {
-      val = M::value(g, ax, by, s);
-      M::grad(g, ax, by, val, fg, fx, fy, s);
-      if constexpr (math::fixes_self<M>()) {
-        if (self.defined()) {
-          const at::Tensor zero = at::zeros({}, g.options());
-          val = at::where(self, math::self_value<M>(zero, s), val);
-          fg = at::where(self, zero, fg);
-          fx = at::where(self, zero, fx);
-          fy = at::where(self, zero, fy);
-        }
-      }
+    metrics::inner_product_derivatives<M>(g, ax, by, eps(g), val, fg, fx, fy, s);
+    if constexpr (math::fixes_self<M>()) {
+      if (self.defined()) metrics::exact_self<M>(self, val, fg, fx, fy, s);
     }
+  }
+
+  static double eps(const at::Tensor& g) {
+    return g.scalar_type() == at::kFloat ? double(std::numeric_limits<float>::epsilon())
+                                         : std::numeric_limits<double>::epsilon();
   }
 
   at::Tensor paired_values(const at::Tensor& x, const at::Tensor& y, const at::Tensor& a, const at::Tensor& b,
@@ -239,44 +222,14 @@ struct InnerProductEvaluator final : Evaluator {
     const at::Tensor g = at::matmul(t.rowx, t.colx.transpose(1, 2));
     at::Tensor ra, cb;
     sides(t, g, ra, cb);
-    at::Tensor val, fg, frow;
-    if constexpr (M::kDistanceBased) {
-      const at::Tensor raw = ra + cb - 2 * g;
-      const at::Tensor d2 = at::clamp_min(raw, 0.0);
-      val = M::h(d2, s);
-      at::Tensor dh = M::dh(d2, val, s);
-      const double eps = g.scalar_type() == at::kFloat ? double(std::numeric_limits<float>::epsilon())
-                                                       : std::numeric_limits<double>::epsilon();
-      const at::Tensor floor = M::kSingularAtZero ? (ra + cb) * (16 * eps) : at::zeros({}, g.options());
-      dh = at::where(raw <= floor, at::zeros({}, g.options()), dh);
-      if (t.symmetric) {
-        const at::Tensor diag = diagonal(t, g);
-        val = at::where(diag, M::h(at::zeros({}, g.options()), s), val);
-        dh = at::where(diag, at::zeros({}, g.options()), dh);
-      }
-      fg = -2 * dh;
-      frow = dh;
-    } else {
-      at::Tensor fa, fb;
-      if (t.transposed) {
-        val = M::value(g, cb, ra, s);
-        M::grad(g, cb, ra, val, fg, fa, fb, s);
-        frow = fb;
-      } else {
-        val = M::value(g, ra, cb, s);
-        M::grad(g, ra, cb, val, fg, fa, fb, s);
-        frow = fa;
-      }
-      if constexpr (math::fixes_self<M>()) {
-        if (t.symmetric) {
-          const at::Tensor diag = diagonal(t, g);
-          const at::Tensor zero = at::zeros({}, g.options());
-          val = at::where(diag, math::self_value<M>(zero, s), val);
-          fg = at::where(diag, zero, fg);
-          frow = at::where(diag, zero, frow);
-        }
-      }
+    // the kernel's x side is the column side when transposed (rows are y)
+    const bool swap = t.transposed && !M::kDistanceBased;
+    at::Tensor val, fg, fa, fb;
+    metrics::inner_product_derivatives<M>(g, swap ? cb : ra, swap ? ra : cb, eps(g), val, fg, fa, fb, s);
+    if constexpr (math::fixes_self<M>()) {
+      if (t.symmetric) metrics::exact_self<M>(diagonal(t, g), val, fg, fa, fb, s);
     }
+    const at::Tensor frow = swap ? fb : fa;
     drow.add_(at::matmul(gup * fg, t.colx));
     if (dside.defined()) dside.add_((gup * frow).sum(-1));
     return val;
