@@ -581,3 +581,17 @@ def test_prepared_kernel_support_is_listed():
     assert {"mahalanobis", "seuclidean", "hellinger"} <= set(KEOPS_METRICS)
     assert tp.metric_info("mahalanobis")["keops"] is True
     assert tp.metric_info("braycurtis")["keops"] is False  # braycurtis_direct has no KeOps formula
+
+
+def test_translations_are_engine_kernels_only():
+    """The KeOps table is keyed by engine kernel ids (csrc/metrics/kernel_list.h), not metrics:
+    no metric-level table, and every translated kernel is one the engine defines."""
+    import pathlib
+    import re
+
+    header = pathlib.Path(__file__).resolve().parents[1] / "csrc" / "metrics" / "kernel_list.h"
+    kernel_ids = set(re.findall(r"^\s*_\((\w+),", header.read_text(), re.M))
+    assert "rbf_direct" in kernel_ids and "packed_dice" in kernel_ids  # the header parsed
+    assert set(_keops.KERNEL_TRANSLATIONS) <= kernel_ids
+    assert not hasattr(_keops, "TRANSLATIONS")
+    assert not set(_keops.KERNEL_TRANSLATIONS) & set(tp.metrics())
