@@ -76,7 +76,7 @@ inline T hsum(const Vec<T>& v) {
 
 // ------------------------------------------------------------------------------------
 // The column operand is packed in chunks of W = CB * L columns, each chunk [d][W]
-// contiguous: the micro-kernel streams one chunk per register block (the packed-B layout of
+// contiguous: the register tile streams one chunk per register block (the packed-B layout of
 // a GEMM), so consecutive features are adjacent in memory and never fight over L1 sets.
 template <typename T, typename M>
 class ElementwiseSource final : public TileSource<T> {
