@@ -47,16 +47,20 @@ Sources<T> make_sources(const Request& req, bool transposed) {
   return out;
 }
 
-// f(batch, source, r0, nr) for every row block, in parallel.
+// f(batch, source, r0, nr) for every row block, in parallel. balanced: the row blocks of a
+// batch element in the order 0, last, 1, last - 1, ..., so that the contiguous chunks
+// at::parallel_for gives each thread hold equal shares of a triangle.
 template <typename T, typename F>
-void for_each_row_block(const Sources<T>& src, const F& f) {
+void for_each_row_block(const Sources<T>& src, const F& f, bool balanced = false) {
   if (src.empty() || src[0]->rows() == 0) return;
   const int64_t rows = src[0]->rows(), rb = src[0]->row_block();
   const int64_t nrb = (rows + rb - 1) / rb;
   const int64_t units = int64_t(src.size()) * nrb;
   at::parallel_for(0, units, 1, [&](int64_t u0, int64_t u1) {
     for (int64_t u = u0; u < u1; ++u) {
-      const int64_t b = u / nrb, r0 = (u % nrb) * rb;
+      const int64_t k = u % nrb;
+      const int64_t blk = !balanced ? k : (k % 2 == 0) ? k / 2 : nrb - 1 - k / 2;
+      const int64_t b = u / nrb, r0 = blk * rb;
       f(b, *src[b], r0, std::min(rb, rows - r0));
     }
   });
@@ -104,22 +108,9 @@ struct FullWalk {
 };
 
 struct TriangleWalk {
-  // Row blocks in the order 0, last, 1, last - 1, ...: the contiguous chunks at::parallel_for
-  // gives each thread then hold equal shares of the triangle.
   template <typename T, typename F>
   void rows(const Sources<T>& src, const F& f) const {
-    if (src.empty() || src[0]->rows() == 0) return;
-    const int64_t rows = src[0]->rows(), rb = src[0]->row_block();
-    const int64_t nrb = (rows + rb - 1) / rb;
-    const int64_t units = int64_t(src.size()) * nrb;
-    at::parallel_for(0, units, 1, [&](int64_t u0, int64_t u1) {
-      for (int64_t u = u0; u < u1; ++u) {
-        const int64_t k = u % nrb;
-        const int64_t blk = (k % 2 == 0) ? k / 2 : nrb - 1 - k / 2;
-        const int64_t b = u / nrb, r0 = blk * rb;
-        f(b, *src[b], r0, std::min(rb, rows - r0));
-      }
-    });
+    for_each_row_block<T>(src, f, /*balanced=*/true);
   }
   // Column blocks holding some column c > r for a row in [r0, r0 + nr) (own), or some
   // column c < r (the transposed operator); blocks start at multiples of col_block().
