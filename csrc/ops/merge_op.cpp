@@ -5,7 +5,8 @@
 //   _merge_topk(values, indices, k, largest, nan_first)  the k best of candidate lists [..., n]
 //   _logsumexp_merge(partials, dim)                       logsumexp of partial logsumexps along dim
 //   _logsumexp_raise(value, max)                          a partial logsumexp's sum under a larger
-//                                                         running maximum (to add sums across ranks)
+//                                                         running maximum (to add sums across ranks;
+//                                                         value and max of one shape)
 //   _logsumexp_finalize(sum, max)                         the logsumexp of such a sum
 #include <ATen/ATen.h>
 #include <torch/library.h>
@@ -20,11 +21,21 @@ namespace {
 using reductions::LogSumExp;
 using reductions::TileOps;
 
+void check_floating(const at::Tensor& t, const char* op, const char* name) {
+  TORCH_CHECK_TYPE(at::isFloatingType(t.scalar_type()), "torchpair.", op, ": '", name,
+                   "' must be a floating tensor, got ", t.scalar_type());
+}
+
 std::tuple<at::Tensor, at::Tensor> merge_topk_op(const at::Tensor& values, const at::Tensor& indices, int64_t k,
                                                  bool largest, bool nan_first) {
-  TORCH_CHECK_VALUE(values.sizes() == indices.sizes() && values.dim() >= 1 && k >= 0 && k <= values.size(-1),
-                    "torchpair._merge_topk: 'values' and 'indices' must have one shape [..., n] with k <= n, got ",
-                    values.sizes(), ", ", indices.sizes(), " and k = ", k);
+  check_floating(values, "_merge_topk", "values");
+  TORCH_CHECK_TYPE(indices.scalar_type() == at::kLong, "torchpair._merge_topk: 'indices' must be an int64 tensor, got ",
+                   indices.scalar_type());
+  TORCH_CHECK_VALUE(values.sizes() == indices.sizes() && values.dim() >= 1,
+                    "torchpair._merge_topk: 'values' and 'indices' must have one shape [..., n], got ", values.sizes(),
+                    " and ", indices.sizes());
+  TORCH_CHECK_VALUE(k >= 0 && k <= values.size(-1), "torchpair._merge_topk: 'k' must be in [0, ", values.size(-1),
+                    "], got ", k);
   return reductions::merge_topk(values, indices, k, largest, nan_first);
 }
 
@@ -35,6 +46,10 @@ LogSumExp<at::Tensor> state_of(const at::Tensor& value) {
 }
 
 at::Tensor logsumexp_merge_op(const at::Tensor& partials, int64_t dim) {
+  check_floating(partials, "_logsumexp_merge", "partials");
+  TORCH_CHECK_VALUE(partials.dim() >= 1 && dim >= -partials.dim() && dim < partials.dim(),
+                    "torchpair._logsumexp_merge: 'dim' must be a dimension of 'partials' (", partials.dim(),
+                    " dimensions), got ", dim);
   at::Tensor tile = partials.movedim(dim, -1);
   std::vector<int64_t> shape = tile.sizes().vec();
   shape.back() = 1;
@@ -43,13 +58,22 @@ at::Tensor logsumexp_merge_op(const at::Tensor& partials, int64_t dim) {
   return state.finalize().squeeze(-1);
 }
 
+void check_pair(const at::Tensor& a, const at::Tensor& max, const char* op, const char* name) {
+  check_floating(a, op, name);
+  check_floating(max, op, "max");
+  TORCH_CHECK_VALUE(a.sizes() == max.sizes(), "torchpair.", op, ": '", name, "' and 'max' must have one shape, got ",
+                    a.sizes(), " and ", max.sizes());
+}
+
 at::Tensor logsumexp_raise_op(const at::Tensor& value, const at::Tensor& max) {
+  check_pair(value, max, "_logsumexp_raise", "value");
   auto state = state_of(value);
   state.raise(max);
   return state.sum;
 }
 
 at::Tensor logsumexp_finalize_op(const at::Tensor& sum, const at::Tensor& max) {
+  check_pair(sum, max, "_logsumexp_finalize", "sum");
   return LogSumExp<at::Tensor>{max, sum}.finalize();
 }
 
