@@ -4,7 +4,8 @@
 // Each core operator is one row of TP_CORE_OPS and one argument list TP_CORE_ARGS_<id>.
 // Everything that restates an operator's signature is generated from them:
 //   - its schema string (schemas.cpp defines every row),
-//   - its typed dispatcher call `core_op::<id>::call(...)` (and `call_below_autograd`),
+//   - its typed dispatcher call `core_op::<id>::call(...)`, an overload taking the engine
+//     operands and arguments from an ops::Core, and `call_below_autograd`,
 //   - the signature of its backend kernel (`TP_CORE_KERNEL_ARGS(id)` in kernels.h),
 //   - its C++ autograd (autograd.cpp: TP_CORE_AUTOGRAD rows; the forward saves every tensor
 //     argument, the non-tensor arguments and the outputs listed in TP_CORE_SAVED_<id>; the
@@ -60,75 +61,75 @@ struct Core {
 // ---- argument groups ------------------------------------------------------------------
 // Engine operands as the catalog prepared them: x [B, n, d], y [B, m, d], side features
 // a [B, n], b [B, m].
-#define TP_OPERANDS(FIRST, ARG)       \
+#define TP_CORE_OPERANDS(FIRST, ARG)       \
   FIRST(x, CT, "Tensor", "", c)          \
   ARG(y, CT, "Tensor", "", c)            \
   ARG(a, CO, "Tensor?", "", c)           \
   ARG(b, CO, "Tensor?", "", c)
 // The engine kernel id and its resolved scalars; symmetric: y is x; transposed: the
 // operator is K^T (its rows are y's).
-#define TP_ENGINE(ARG)                \
+#define TP_CORE_ENGINE(ARG)                \
   ARG(kernel, SV, "str", "", c)          \
   ARG(scalars, AR, "float[]", "", c)     \
   ARG(symmetric, bool, "bool", "", c)    \
   ARG(transposed, bool, "bool", "", c)
 // The tile value (and result) dtype; None means x's dtype (floating kernels). Backward
 // operators take it without a default.
-#define TP_DTYPE(ARG) ARG(dtype, Dtype, "ScalarType?", "=None", c)
-#define TP_DTYPE_B(ARG) ARG(dtype, Dtype, "ScalarType?", "", c)
-#define TP_GRAD(FIRST) FIRST(grad, CT, "Tensor", "", p)
+#define TP_CORE_DTYPE(ARG) ARG(dtype, Dtype, "ScalarType?", "=None", c)
+#define TP_CORE_DTYPE_B(ARG) ARG(dtype, Dtype, "ScalarType?", "", c)
+#define TP_CORE_GRAD(FIRST) FIRST(grad, CT, "Tensor", "", p)
 
 // ---- argument lists ---------------------------------------------------------------------
-#define TP_CORE_ARGS_dense(FIRST, ARG) TP_OPERANDS(FIRST, ARG) TP_ENGINE(ARG) TP_DTYPE(ARG)
+#define TP_CORE_ARGS_dense(FIRST, ARG) TP_CORE_OPERANDS(FIRST, ARG) TP_CORE_ENGINE(ARG) TP_CORE_DTYPE(ARG)
 #define TP_CORE_ARGS_dense_backward(FIRST, ARG) \
-  TP_GRAD(FIRST) TP_OPERANDS(ARG, ARG) TP_ENGINE(ARG) TP_DTYPE_B(ARG) ARG(output_mask, Mask4, "bool[4]", "", p)
+  TP_CORE_GRAD(FIRST) TP_CORE_OPERANDS(ARG, ARG) TP_CORE_ENGINE(ARG) TP_CORE_DTYPE_B(ARG) ARG(output_mask, Mask4, "bool[4]", "", p)
 
 #define TP_CORE_ARGS_matmul(FIRST, ARG) \
-  TP_OPERANDS(FIRST, ARG) ARG(v, CT, "Tensor", "", p) TP_ENGINE(ARG) TP_DTYPE(ARG)
+  TP_CORE_OPERANDS(FIRST, ARG) ARG(v, CT, "Tensor", "", p) TP_CORE_ENGINE(ARG) TP_CORE_DTYPE(ARG)
 #define TP_CORE_ARGS_matmul_backward(FIRST, ARG)                                                     \
-  TP_GRAD(FIRST) TP_OPERANDS(ARG, ARG) ARG(v, CT, "Tensor", "", p) TP_ENGINE(ARG) TP_DTYPE_B(ARG) \
+  TP_CORE_GRAD(FIRST) TP_CORE_OPERANDS(ARG, ARG) ARG(v, CT, "Tensor", "", p) TP_CORE_ENGINE(ARG) TP_CORE_DTYPE_B(ARG) \
   ARG(output_mask, Mask5, "bool[5]", "", p)
 
 // reduction over the operator's rows: "sum"; "logsumexp" of scale * K + weight (weight:
 // log-weights of the columns [B, cols]); "count" of entries <= threshold (int64, not
 // differentiable)
 #define TP_CORE_ARGS_row_reduce(FIRST, ARG)                                                  \
-  TP_OPERANDS(FIRST, ARG) ARG(reduction, SV, "str", "", p) TP_ENGINE(ARG) TP_DTYPE(ARG)       \
+  TP_CORE_OPERANDS(FIRST, ARG) ARG(reduction, SV, "str", "", p) TP_CORE_ENGINE(ARG) TP_CORE_DTYPE(ARG)       \
   ARG(scale, double, "float", "=1.0", p) ARG(weight, CO, "Tensor?", "=None", p) \
   ARG(threshold, double, "float", "=0.0", p)
 #define TP_CORE_ARGS_row_reduce_backward(FIRST, ARG)                                             \
-  TP_GRAD(FIRST) TP_OPERANDS(ARG, ARG) ARG(reduction, SV, "str", "", p) ARG(result, CT, "Tensor", "", p) \
-  TP_ENGINE(ARG) TP_DTYPE_B(ARG) ARG(scale, double, "float", "", p) ARG(weight, CO, "Tensor?", "", p)   \
+  TP_CORE_GRAD(FIRST) TP_CORE_OPERANDS(ARG, ARG) ARG(reduction, SV, "str", "", p) ARG(result, CT, "Tensor", "", p) \
+  TP_CORE_ENGINE(ARG) TP_CORE_DTYPE_B(ARG) ARG(scale, double, "float", "", p) ARG(weight, CO, "Tensor?", "", p)   \
   ARG(output_mask, Mask5, "bool[5]", "", p)
 
 // k best per row (ties: lower column; nan_first: NaN ranks first). Not differentiable:
 // the public operator differentiates the values through _paired.
 #define TP_CORE_ARGS_topk(FIRST, ARG)                                                        \
-  TP_OPERANDS(FIRST, ARG) ARG(k, int64_t, "int", "", p) ARG(largest, bool, "bool", "", p)         \
-  ARG(nan_first, bool, "bool", "", p) TP_ENGINE(ARG) TP_DTYPE(ARG)
+  TP_CORE_OPERANDS(FIRST, ARG) ARG(k, int64_t, "int", "", p) ARG(largest, bool, "bool", "", p)         \
+  ARG(nan_first, bool, "bool", "", p) TP_CORE_ENGINE(ARG) TP_CORE_DTYPE(ARG)
 
 // out_r = sum_c softmax_c(K_rc) v_c, and the rows' logsumexp (saved for backward)
 #define TP_CORE_ARGS_softmax_matmul(FIRST, ARG) \
-  TP_OPERANDS(FIRST, ARG) ARG(v, CT, "Tensor", "", p) TP_ENGINE(ARG) TP_DTYPE(ARG)
+  TP_CORE_OPERANDS(FIRST, ARG) ARG(v, CT, "Tensor", "", p) TP_CORE_ENGINE(ARG) TP_CORE_DTYPE(ARG)
 #define TP_CORE_ARGS_softmax_matmul_backward(FIRST, ARG)                                              \
-  TP_GRAD(FIRST) TP_OPERANDS(ARG, ARG) ARG(v, CT, "Tensor", "", p) ARG(out, CT, "Tensor", "", p)            \
-  ARG(lse, CT, "Tensor", "", p) TP_ENGINE(ARG) TP_DTYPE_B(ARG) ARG(output_mask, Mask5, "bool[5]", "", p)
+  TP_CORE_GRAD(FIRST) TP_CORE_OPERANDS(ARG, ARG) ARG(v, CT, "Tensor", "", p) ARG(out, CT, "Tensor", "", p)            \
+  ARG(lse, CT, "Tensor", "", p) TP_CORE_ENGINE(ARG) TP_CORE_DTYPE_B(ARG) ARG(output_mask, Mask5, "bool[5]", "", p)
 
 // value_p = K(x_p, y_p) for matched rows x, y [B, P, d]; self_mask marks exact self pairs
 #define TP_CORE_ARGS_paired(FIRST, ARG)                                                         \
-  TP_OPERANDS(FIRST, ARG) ARG(self_mask, CO, "Tensor?", "", p) ARG(kernel, SV, "str", "", c)          \
-  ARG(scalars, AR, "float[]", "", c) TP_DTYPE(ARG)
+  TP_CORE_OPERANDS(FIRST, ARG) ARG(self_mask, CO, "Tensor?", "", p) ARG(kernel, SV, "str", "", c)          \
+  ARG(scalars, AR, "float[]", "", c) TP_CORE_DTYPE(ARG)
 #define TP_CORE_ARGS_paired_backward(FIRST, ARG)                                               \
-  TP_GRAD(FIRST) TP_OPERANDS(ARG, ARG) ARG(self_mask, CO, "Tensor?", "", p) ARG(kernel, SV, "str", "", c) \
-  ARG(scalars, AR, "float[]", "", c) TP_DTYPE_B(ARG) ARG(output_mask, Mask4, "bool[4]", "", p)
+  TP_CORE_GRAD(FIRST) TP_CORE_OPERANDS(ARG, ARG) ARG(self_mask, CO, "Tensor?", "", p) ARG(kernel, SV, "str", "", c) \
+  ARG(scalars, AR, "float[]", "", c) TP_CORE_DTYPE_B(ARG) ARG(output_mask, Mask4, "bool[4]", "", p)
 
 // K(x_i, y_j) for i < j, [B, n(n-1)/2]; x and y have the same shape (y is usually x)
 #define TP_CORE_ARGS_pdist(FIRST, ARG)                                                      \
-  TP_OPERANDS(FIRST, ARG) ARG(kernel, SV, "str", "", c) ARG(scalars, AR, "float[]", "", c)         \
-  ARG(symmetric, bool, "bool", "", c) TP_DTYPE(ARG)
+  TP_CORE_OPERANDS(FIRST, ARG) ARG(kernel, SV, "str", "", c) ARG(scalars, AR, "float[]", "", c)         \
+  ARG(symmetric, bool, "bool", "", c) TP_CORE_DTYPE(ARG)
 #define TP_CORE_ARGS_pdist_backward(FIRST, ARG)                                                \
-  TP_GRAD(FIRST) TP_OPERANDS(ARG, ARG) ARG(kernel, SV, "str", "", c) ARG(scalars, AR, "float[]", "", c) \
-  ARG(symmetric, bool, "bool", "", c) TP_DTYPE_B(ARG) ARG(output_mask, Mask4, "bool[4]", "", p)
+  TP_CORE_GRAD(FIRST) TP_CORE_OPERANDS(ARG, ARG) ARG(kernel, SV, "str", "", c) ARG(scalars, AR, "float[]", "", c) \
+  ARG(symmetric, bool, "bool", "", c) TP_CORE_DTYPE_B(ARG) ARG(output_mask, Mask4, "bool[4]", "", p)
 
 // ---- the operators ------------------------------------------------------------------------
 // X(id, C++ return type, schema returns); the schema name is "_<id>".
