@@ -126,7 +126,7 @@ Flat flatten(const char* op, const catalog::MetricInfo& info, const at::Tensor& 
   return f;
 }
 
-Core core_of(const catalog::Prepared& p, bool transpose) {
+Core core_of(const catalog::Prepared& p, bool transposed) {
   Core c;
   c.x = p.x;
   c.y = p.y;
@@ -135,7 +135,7 @@ Core core_of(const catalog::Prepared& p, bool transpose) {
   c.kernel = p.kernel;
   c.scalars = p.scalars;
   c.symmetric = p.symmetric;
-  c.transpose = transpose;
+  c.transposed = transposed;
   c.dtype = p.dtype;
   return c;
 }
