@@ -137,6 +137,26 @@ def check_operands(op: str, X, Y, metric, y_optional: bool = True) -> None:
     check_metric(op, metric)
 
 
+def broadcast_shapes(*shapes) -> torch.Size:
+    """``torch.broadcast_shapes`` of batch shapes. Plain int shapes are broadcast here:
+    torch's first call imports sympy (a second or more in a fresh process), which a plain
+    call must not pay; symbolic shapes (under torch.compile) go to torch. Raises
+    RuntimeError where the shapes do not broadcast, as torch does."""
+    if not all(type(s) is int for shape in shapes for s in shape):
+        return torch.broadcast_shapes(*shapes)
+    ndim = max((len(s) for s in shapes), default=0)
+    out = [1] * ndim
+    for shape in shapes:
+        for i, s in enumerate(shape, ndim - len(shape)):
+            if s < 0:
+                raise RuntimeError(f"Trying to create tensor with negative dimension {s}: {list(shape)}")
+            if s != 1:
+                if out[i] != 1 and out[i] != s:
+                    raise RuntimeError(f"Shape mismatch: objects cannot be broadcast to a single shape: {shapes}")
+                out[i] = s
+    return torch.Size(out)
+
+
 # "torchpair.<name>: ..." (argument errors) or "torchpair.<name>() got ..." (keywords)
 _PREFIX = re.compile(r"torchpair\.[A-Za-z_][\w.]*(: |\(\) )")
 

@@ -24,7 +24,6 @@ at::Tensor dense_impl(const Request& req) {
   const int64_t cols = req.spec.transposed ? req.x.size(1) : req.y.size(1);
   at::Tensor out = at::empty({B, rows, cols}, req.value_options());
   if (out.numel() == 0) return out;
-  engine::advise_huge_pages(out.data_ptr(), out.nbytes());
   auto src = make_sources<T>(req, req.spec.transposed);
   T* o = out.data_ptr<T>();
   if (src[0]->is_plain_product() && B == 1) {

@@ -36,7 +36,7 @@ void for_each_row_block_balanced(const Sources<T>& src, const F& f) {
   const int64_t rows = src[0]->rows(), rb = src[0]->row_block();
   const int64_t nrb = (rows + rb - 1) / rb;
   const int64_t units = int64_t(src.size()) * nrb;
-  at::parallel_for(0, units, 1, [&](int64_t u0, int64_t u1) {
+  parallel_units(units, walk_work(src) / 2, [&](int64_t u0, int64_t u1) {
     for (int64_t u = u0; u < u1; ++u) {
       const int64_t v = balanced(u, nrb);
       const int64_t b = v / nrb, r0 = (v % nrb) * rb;
@@ -61,7 +61,6 @@ at::Tensor pdist_impl(const Request& req) {
   const int64_t P = n * (n - 1) / 2;
   at::Tensor out = at::empty({B, P}, req.value_options());
   if (out.numel() == 0) return out;
-  engine::advise_huge_pages(out.data_ptr(), out.nbytes());
   auto src = make_sources<T>(req, false);
   T* o = out.data_ptr<T>();
   for_each_row_block_balanced<T>(src, [&](int64_t b, const TileSource<T>& s, int64_t r0, int64_t nr) {
