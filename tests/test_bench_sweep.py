@@ -19,16 +19,16 @@ def _sleeper(seconds):
 
 def test_best_peer_ratio_and_skipped_peer():
     row = sweep.Row(
-        "dense", "synthetic", _sleeper(0.004),
-        [sweep.Peer("slow", lambda: _sleeper(0.012)),
-         sweep.Peer("fast", lambda: _sleeper(0.002)),
+        "dense", "synthetic", _sleeper(0.02),
+        [sweep.Peer("slow", lambda: _sleeper(0.08)),
+         sweep.Peer("fast", lambda: _sleeper(0.005)),
          sweep.Peer("absent", None),
          sweep.Peer("too slow", lambda: pytest.fail("must not run above max_work"), max_work=10.0,
                     smaller=lambda: (_sleeper(0.001), "a smaller case", 5.0))],
         work=100.0)
-    out = sweep.run_row(row, budget_s=0.05)
+    out = sweep.run_row(row, budget_s=0.1)
     assert out.best == "fast"
-    assert 0.2 < out.ratio < 0.9  # 2 ms against 4 ms, with a loaded machine's slack
+    assert out.ratio < 0.9  # 5 ms against 20 ms (sleeps only ever run long: no lower bound)
     assert set(out.others) == {"slow", "fast"}
     notes = " ".join(out.notes)
     assert "absent: not installed" in notes

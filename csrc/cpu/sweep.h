@@ -57,29 +57,28 @@ double walk_work(const Sources<T>& src) {
   return double(src.size()) * double(src[0]->rows()) * double(src[0]->cols()) * double(std::max<int64_t>(src[0]->dim(), 1));
 }
 
-// One tile source per batch element, in the requested orientation. A source packs its
-// column operand (and may allocate): for a batch of many small problems that set-up is a
-// large share of the call, so it is spread over the threads like the walk itself.
+// One tile source per batch element, in the requested orientation. Built on the calling
+// thread: building them in parallel too would be a second parallel region per call, whose
+// barrier costs more than it saves for a batch of small problems (the case where set-up
+// matters) whenever the other cores are busy.
 template <typename T>
 Sources<T> make_sources(const Request& req, bool transposed) {
   const int64_t B = req.x.size(0), n = req.x.size(1), m = req.y.size(1), d = req.x.size(2);
   SourceSpec spec = req.spec;
   spec.transposed = transposed;
-  Sources<T> out(B);
-  const double work = double(B) * double(n) * double(m) * double(std::max<int64_t>(d, 1));
-  parallel_units(B, B > 1 ? work : 0.0, [&](int64_t i0, int64_t i1) {
-    for (int64_t i = i0; i < i1; ++i) {
-      Operands ops;
-      ops.x = batch_element(req.x, i);
-      ops.y = batch_element(req.y, i);
-      ops.a = batch_element(req.a, i);
-      ops.b = batch_element(req.b, i);
-      ops.n = n;
-      ops.m = m;
-      ops.d = d;
-      out[i] = make_source<T>(spec, ops);
-    }
-  });
+  Sources<T> out;
+  out.reserve(B);
+  for (int64_t i = 0; i < B; ++i) {
+    Operands ops;
+    ops.x = batch_element(req.x, i);
+    ops.y = batch_element(req.y, i);
+    ops.a = batch_element(req.a, i);
+    ops.b = batch_element(req.b, i);
+    ops.n = n;
+    ops.m = m;
+    ops.d = d;
+    out.push_back(make_source<T>(spec, ops));
+  }
   return out;
 }
 

@@ -473,11 +473,13 @@ def boolean_rows() -> list[Row]:
                 return f
             peers = [_peer("torch matmul counting", counting)]
             if _installed("scipy"):
-                def scipy(Xn=Xn, Yn=Yn, metric=metric):
+                def call(a, b, metric=metric):
                     from scipy.spatial.distance import cdist
 
-                    return lambda: cdist(Xn, Yn, metric)
-                peers.append(_peer("scipy cdist", scipy))
+                    return cdist(a, b, metric)
+                # scipy's Boolean cdist is scalar (35 s at D = 1024): skipped past 3e8 pair-features
+                peers.append(Peer("scipy cdist", lambda call=call, Xn=Xn, Yn=Yn: (lambda: call(Xn, Yn)), max_work=3e8,
+                                  smaller=_smaller_cdist(call, Xn, Yn)))
             rows.append(Row("boolean", f"{metric} {n}x{n} D={d}", lambda X=X, Y=Y, metric=metric: tp.pairwise(X, Y, metric),
                             peers, float(n) * n * d))
     return rows
