@@ -7,6 +7,7 @@
 #include "cpu/sweep.h"
 // sweep.h (through sources.h) must come first: it opens the inline capability namespace.
 #include "cpu/consumers.h"
+#include "engines/output_memory.h"
 
 #include <algorithm>
 #include <cmath>
@@ -22,7 +23,7 @@ at::Tensor dense_impl(const Request& req) {
   const int64_t B = req.x.size(0);
   const int64_t rows = req.spec.transposed ? req.y.size(1) : req.x.size(1);
   const int64_t cols = req.spec.transposed ? req.x.size(1) : req.y.size(1);
-  at::Tensor out = at::empty({B, rows, cols}, req.value_options());
+  at::Tensor out = engine::empty_output({B, rows, cols}, req.value_options());
   if (out.numel() == 0) return out;
   auto src = make_sources<T>(req, req.spec.transposed);
   T* o = out.data_ptr<T>();
