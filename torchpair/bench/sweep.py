@@ -81,7 +81,6 @@ class Outcome:
 
 # ---- timing -------------------------------------------------------------------------------
 def _time_call(fn) -> float:
-    gc.collect()
     t = time.perf_counter()
     fn()
     return time.perf_counter() - t
@@ -89,7 +88,11 @@ def _time_call(fn) -> float:
 
 def measure(fn, budget_s: float, max_repeat: int = 7, min_repeat: int = 3) -> tuple[float, int]:
     """(median seconds, repeats): one warm-up call, then repeats that fit budget_s (at least
-    one; at least min_repeat when a call is short)."""
+    one; at least min_repeat when a call is short). Garbage is collected once, before the
+    warm-up, not before every call: a collection frees memory glibc then returns to the OS,
+    and the next call of any library (a 64 x 64 result, `torch.empty` alike) pays 80-200 us
+    of page faults for it, which a user's loop never sees."""
+    gc.collect()
     first = _time_call(fn)  # warm-up: one-time costs (imports, compilation, allocator growth)
     second = _time_call(fn)
     times = [second]
