@@ -246,7 +246,16 @@ def dense_rows() -> list[Row]:
                         peers.append(_peer("torch.cdist" + ("**2" if sq else ""),
                                            lambda X=X, Y=Y, p=p, sq=sq: (lambda: torch.cdist(X, Y, p=p) ** 2) if sq
                                            else (lambda: torch.cdist(X, Y, p=p))))
-                    peers.append(_peer("torch formula", lambda metric=metric, X=X, Y=Y: _torch_formula(metric, X, Y)))
+                    if metric == "cityblock":
+                        # the broadcast formula moves D values per pair through memory: ~20 s at 4000^2, D = 512
+                        def small(X=X, Y=Y):
+                            k = max(1, min(X.shape[0], int(1e9 / (Y.shape[0] * X.shape[1]))))
+                            return (_torch_formula("cityblock", X[:k], Y), f"{k}x{Y.shape[0]}",
+                                    float(k) * Y.shape[0] * X.shape[1])
+                        peers.append(Peer("torch formula", lambda X=X, Y=Y: _torch_formula("cityblock", X, Y),
+                                          max_work=1.1e9, smaller=small))
+                    else:
+                        peers.append(_peer("torch formula", lambda metric=metric, X=X, Y=Y: _torch_formula(metric, X, Y)))
                     # scipy's cdist is single-threaded and scalar: skipped past ~2e8 multiply-adds
                     peers.append(_scipy_cdist(metric, Xn, Yn, work))
                     peers.append(_sklearn_pairwise(metric, Xn, Yn, work))
