@@ -755,11 +755,16 @@ def plot(results: dict, path: str) -> str | None:
     parts = list(dict.fromkeys(o.part for o in outs))
     fig, axes = plt.subplots(len(parts), 1, figsize=(10, 1.2 + 0.16 * len(outs) + 0.6 * len(parts)), squeeze=False,
                              gridspec_kw={"height_ratios": [max(2, sum(o.part == p for o in outs)) for p in parts]})
+    lo = min(0.5, min(o.ratio for o in outs) / 1.3)
+    hi = max(2.0, max(o.ratio for o in outs) * 1.3)
     for ax, part in zip(axes[:, 0], parts):
         rows = [o for o in outs if o.part == part]
         ratios = [o.ratio for o in rows]
-        ax.barh(range(len(rows)), ratios, color=["tab:red" if r < 1 else "tab:green" for r in ratios])
+        # bars from 1.0 (parity) to the ratio: right = torchpair faster, left = the peer faster
+        ax.barh(range(len(rows)), [r - 1.0 for r in ratios], left=1.0,
+                color=["tab:red" if r < 1 else "tab:green" for r in ratios])
         ax.axvline(1.0, color="black", linewidth=0.8)
+        ax.set_xlim(lo, hi)
         ax.set_yticks(range(len(rows)))
         ax.set_yticklabels([o.case for o in rows], fontsize=5)
         ax.invert_yaxis()
