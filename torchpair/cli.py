@@ -166,7 +166,7 @@ def _cmd_sweep(args) -> int:
     md, png = sweep.write(results, out)
     with open(md) as f:
         print(f.read())
-    print(f"wrote {md}" + (f" and {png}" if png else " (no plot: matplotlib is not installed)"))
+    print(f"wrote {md}" + (f" and {png}" if png else " (no plot: matplotlib is not installed)" if png is None else ""))
     return 0
 
 

@@ -741,7 +741,10 @@ def markdown(results: dict) -> str:
 
 
 def plot(results: dict, path: str) -> str | None:
-    """Ratio per row, one panel per part (None where matplotlib is not installed)."""
+    """Ratio per row, one panel per part: the path, "" when no row has a ratio, None where
+    matplotlib is not installed."""
+    if not any(o.ratio is not None for o in results["outcomes"]):
+        return ""
     try:
         import matplotlib
 
@@ -750,8 +753,6 @@ def plot(results: dict, path: str) -> str | None:
     except ImportError:
         return None
     outs = [o for o in results["outcomes"] if o.ratio is not None]
-    if not outs:
-        return None
     parts = list(dict.fromkeys(o.part for o in outs))
     fig, axes = plt.subplots(len(parts), 1, figsize=(10, 1.2 + 0.16 * len(outs) + 0.6 * len(parts)), squeeze=False,
                              gridspec_kw={"height_ratios": [max(2, sum(o.part == p for o in outs)) for p in parts]})
@@ -790,7 +791,7 @@ def write(results: dict, out_dir: str) -> tuple[str, str | None]:
     png = plot(results, os.path.join(out_dir, "sweep.png"))
     if png:
         text += "\n\n![shape sweep](sweep.png)\n"
-    else:
+    elif png is None:
         text += "\n\n(no plot: matplotlib is not installed)\n"
     md = os.path.join(out_dir, "sweep.md")
     with open(md, "w") as f:
