@@ -123,7 +123,7 @@ def run_row(row: Row, budget_s: float, log=None) -> Outcome:
         out.notes.append(f"torchpair failed: {type(exc).__name__}: {exc}"[:160])
     for p in row.peers:
         if p.make is None:
-            out.notes.append(f"{p.name}: not installed")
+            out.notes.append(p.name if p.name.endswith(" only)") else f"{p.name}: not installed")
             continue
         if p.max_work is not None and row.work > p.max_work:
             note = f"{p.name}: skipped (too slow here)"
@@ -404,6 +404,8 @@ def lazy_rows() -> list[Row]:
                     peers.append(Peer("pykeops", None))
                 elif c is None or c in KEOPS_C:
                     peers.append(Peer("pykeops", kf, max_work=None))
+                else:  # a row note, never a time: one compiled module per (D, C)
+                    peers.append(Peer(f"pykeops (run at C = {', '.join(map(str, KEOPS_C))} only)", None))
                 rows.append(Row("lazy", f"{what} {n}^2 D={d}" + (f" C={c}" if c else ""), ours, peers,
                                 pairs * (d + (c or 1))))
     return rows
