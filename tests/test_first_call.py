@@ -1,6 +1,6 @@
 """The first call of each public entry point in a fresh process, on a plain 2-D input, does
 not import sympy (torch imports it lazily, through torch.broadcast_shapes and the symbolic
-shape machinery, at a cost of a second or more); and the batch-shape broadcast torchpair
+shape machinery); and the batch-shape broadcast torchpair
 does in its place agrees with torch.broadcast_shapes."""
 from __future__ import annotations
 

@@ -139,8 +139,8 @@ def check_operands(op: str, X, Y, metric, y_optional: bool = True) -> None:
 
 def broadcast_shapes(*shapes) -> torch.Size:
     """``torch.broadcast_shapes`` of batch shapes. Plain int shapes are broadcast here:
-    torch's first call imports sympy (a second or more in a fresh process), which a plain
-    call must not pay; under torch.compile (symbolic shapes) torch's does it. Raises
+    torch's first call imports sympy, a cost a plain call must not pay; under
+    torch.compile (symbolic shapes) torch's does it. Raises
     RuntimeError where the shapes do not broadcast, as torch does."""
     if torch.compiler.is_compiling() or not all(type(s) is int for shape in shapes for s in shape):
         return torch.broadcast_shapes(*shapes)

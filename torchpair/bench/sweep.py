@@ -90,8 +90,8 @@ def measure(fn, budget_s: float, max_repeat: int = 7, min_repeat: int = 3) -> tu
     """(median seconds, repeats): one warm-up call, then repeats that fit budget_s (at least
     one; at least min_repeat when a call is short). Garbage is collected once, before the
     warm-up, not before every call: a collection frees memory glibc then returns to the OS,
-    and the next call of any library (a 64 x 64 result, `torch.empty` alike) pays 80-200 us
-    of page faults for it, which a user's loop never sees."""
+    and the next call of any library (a small result, `torch.empty` alike) pays page faults
+    for it that a user's loop never sees."""
     gc.collect()
     first = _time_call(fn)  # warm-up: one-time costs (imports, compilation, allocator growth)
     second = _time_call(fn)
@@ -247,7 +247,7 @@ def dense_rows() -> list[Row]:
                                            lambda X=X, Y=Y, p=p, sq=sq: (lambda: torch.cdist(X, Y, p=p) ** 2) if sq
                                            else (lambda: torch.cdist(X, Y, p=p))))
                     if metric == "cityblock":
-                        # the broadcast formula moves D values per pair through memory: ~20 s at 4000^2, D = 512
+                        # the broadcast formula moves D values per pair through memory
                         def small(X=X, Y=Y):
                             k = max(1, min(X.shape[0], int(1e9 / (Y.shape[0] * X.shape[1]))))
                             return (_torch_formula("cityblock", X[:k], Y), f"{k}x{Y.shape[0]}",
@@ -491,7 +491,7 @@ def boolean_rows() -> list[Row]:
                     from scipy.spatial.distance import cdist
 
                     return cdist(a, b, metric)
-                # scipy's Boolean cdist is scalar (35 s at D = 1024): skipped past 3e8 pair-features
+                # scipy's Boolean cdist is scalar: skipped past 3e8 pair-features
                 peers.append(Peer("scipy cdist", lambda call=call, Xn=Xn, Yn=Yn: (lambda: call(Xn, Yn)), max_work=3e8,
                                   smaller=_smaller_cdist(call, Xn, Yn)))
             rows.append(Row("boolean", f"{metric} {n}x{n} D={d}", lambda X=X, Y=Y, metric=metric: tp.pairwise(X, Y, metric),
