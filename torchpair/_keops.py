@@ -22,7 +22,7 @@ from typing import Callable, Optional
 
 import torch
 
-from . import _catalog
+from . import _catalog, _params
 from . import backends as _backends
 from .lazy import LazyPairwise
 
@@ -465,7 +465,7 @@ def _over(dim: int, transposed: bool) -> str:
 
 
 def _batch(*tensors):
-    return torch.broadcast_shapes(*(t.shape[:-2] for t in tensors if t is not None))
+    return _params.broadcast_shapes(*(t.shape[:-2] for t in tensors if t is not None))
 
 
 # ---------------------------------------------------------------------------------------

@@ -137,6 +137,28 @@ def check_operands(op: str, X, Y, metric, y_optional: bool = True) -> None:
     check_metric(op, metric)
 
 
+def broadcast_shapes(*shapes) -> torch.Size:
+    """``torch.broadcast_shapes`` of batch shapes. Plain int shapes are broadcast here:
+    torch's first call imports sympy, a cost a plain call must not pay; under
+    torch.compile (symbolic shapes) torch's does it. Raises
+    RuntimeError where the shapes do not broadcast, as torch does."""
+    if torch.compiler.is_compiling() or not all(type(s) is int for shape in shapes for s in shape):
+        return torch.broadcast_shapes(*shapes)
+    ndim = 0
+    for shape in shapes:
+        ndim = len(shape) if len(shape) > ndim else ndim
+    out = [1] * ndim
+    for shape in shapes:
+        for i, s in enumerate(shape, ndim - len(shape)):
+            if s < 0:
+                raise RuntimeError(f"Trying to create tensor with negative dimension {s}: {list(shape)}")
+            if s != 1:
+                if out[i] != 1 and out[i] != s:
+                    raise RuntimeError(f"Shape mismatch: objects cannot be broadcast to a single shape: {shapes}")
+                out[i] = s
+    return torch.Size(out)
+
+
 # "torchpair.<name>: ..." (argument errors) or "torchpair.<name>() got ..." (keywords)
 _PREFIX = re.compile(r"torchpair\.[A-Za-z_][\w.]*(: |\(\) )")
 

@@ -3,6 +3,9 @@
     torchpair demo                      what torchpair does, on data that ships with the install
     torchpair bench [--quick] [--out DIR] [--workload NAME ...]
                                         torchpair side by side with torch/scipy/sklearn/pykeops/...
+    torchpair bench --sweep [--only PARTS] [--out DIR]
+                                        the shape sweep: torchpair against the best installed peer
+                                        on every shape (sweep.md, sweep.json, sweep.png)
     torchpair info                      versions, build, backends and the metric catalog
 
 Errors a user can cause (an unknown workload, an unwritable --out) are one line on stderr and
@@ -39,6 +42,13 @@ def _parser() -> argparse.ArgumentParser:
                        help="run only this workload (repeatable); see --list")
     bench.add_argument("--list", action="store_true", help="list the workloads and exit")
     bench.add_argument("--no-progress", action="store_true", help="no progress bar")
+    bench.add_argument("--sweep", action="store_true",
+                       help="the shape sweep instead: torchpair against the best installed peer on every shape "
+                            "(writes sweep.md, sweep.json and sweep.png to --out)")
+    bench.add_argument("--only", metavar="PARTS",
+                       help="with --sweep: comma-separated parts to run (default: all; see --list)")
+    bench.add_argument("--budget", type=float, default=1.0, metavar="S",
+                       help="with --sweep: timed seconds per implementation and row (default 1.0)")
 
     info = sub.add_parser("info", help="versions, build, backends and the metric catalog",
                           description="Prints torchpair's and torch's versions, how the native library was built, "
@@ -113,6 +123,8 @@ def cmd_bench(args) -> int:
     from .bench import WORKLOADS
     from .bench.report import markdown, plot, run_workloads
 
+    if args.sweep or args.only:
+        return _cmd_sweep(args)
     if args.list:
         for w in WORKLOADS.values():
             print(f"{w.name:<26} {w.title}")
@@ -121,14 +133,7 @@ def cmd_bench(args) -> int:
     unknown = [n for n in names if n not in WORKLOADS]
     if unknown:
         raise CLIError(f"unknown workload {unknown[0]!r} (argument --workload); valid: {', '.join(WORKLOADS)}")
-    try:
-        os.makedirs(args.out, exist_ok=True)
-        probe = os.path.join(args.out, ".torchpair-write-test")
-        with open(probe, "w"):
-            pass
-        os.remove(probe)
-    except OSError as exc:
-        raise CLIError(f"cannot write to --out {args.out!r}: {exc.strerror or exc}") from None
+    _check_writable(args.out)
     results = run_workloads(names, quick=args.quick, progress=not args.no_progress)
     report = markdown(results, quick=args.quick)
     plots = plot(results, args.out)
@@ -138,6 +143,42 @@ def cmd_bench(args) -> int:
     print(report)
     print(f"\nwrote {path} and {len(plots)} plot(s) in {args.out}")
     return 0
+
+
+def _cmd_sweep(args) -> int:
+    from .bench import sweep
+
+    if args.list:
+        print(" ".join(sweep.PARTS))
+        return 0
+    if not args.sweep:
+        raise CLIError("--only needs --sweep")
+    parts = [p.strip() for p in args.only.split(",") if p.strip()] if args.only else list(sweep.PARTS)
+    unknown = [p for p in parts if p not in sweep.PARTS]
+    if unknown or not parts:
+        raise CLIError(f"unknown part {(unknown or [''])[0]!r} (argument --only); valid: {','.join(sweep.PARTS)}")
+    if not args.budget > 0:
+        raise CLIError(f"--budget must be positive, got {args.budget}")
+    out = args.out if args.out != "torchpair-bench" else "torchpair-sweep"
+    _check_writable(out)
+    log = (lambda line: print(line, file=sys.stderr, flush=True)) if not args.no_progress else None
+    results = sweep.run_sweep(parts, budget_s=args.budget, log=log)
+    md, png = sweep.write(results, out)
+    with open(md) as f:
+        print(f.read())
+    print(f"wrote {md}" + (f" and {png}" if png else " (no plot: matplotlib is not installed)" if png is None else ""))
+    return 0
+
+
+def _check_writable(out: str) -> None:
+    try:
+        os.makedirs(out, exist_ok=True)
+        probe = os.path.join(out, ".torchpair-write-test")
+        with open(probe, "w"):
+            pass
+        os.remove(probe)
+    except OSError as exc:
+        raise CLIError(f"cannot write to --out {out!r}: {exc.strerror or exc}") from None
 
 
 def cmd_demo(args) -> int:

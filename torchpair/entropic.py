@@ -17,6 +17,8 @@ import warnings
 
 import torch
 
+from . import _params
+
 
 _NOT_CONVERGED = ("Sinkhorn did not converge. You might want to increase the number of iterations `numItermax` or "
                   "the regularization parameter `reg`.")
@@ -123,7 +125,7 @@ def _prepare(op: str, a, b, M, balanced: bool, mass_tol):
     a = torch.full((n,), 1.0 / n if n else 0.0, dtype=dtype, device=M.device) if a is None else a.to(dtype)
     b = torch.full((m,), 1.0 / m if m else 0.0, dtype=dtype, device=M.device) if b is None else b.to(dtype)
     try:
-        batch = torch.broadcast_shapes(a.shape[:-1], b.shape[:-1], M.shape[:-2])
+        batch = _params.broadcast_shapes(a.shape[:-1], b.shape[:-1], M.shape[:-2])
     except RuntimeError:
         raise ValueError(f"torchpair.{op}: the batch dimensions of 'a' {tuple(a.shape[:-1])}, 'b' "
                          f"{tuple(b.shape[:-1])} and 'M' {tuple(M.shape[:-2])} do not broadcast") from None

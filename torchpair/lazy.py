@@ -19,7 +19,7 @@ def _broadcast_batch(x: torch.Tensor, y: torch.Tensor | None) -> torch.Size:
     if y is None:
         return x.shape[:-2]
     try:
-        return torch.broadcast_shapes(x.shape[:-2], y.shape[:-2])
+        return _params.broadcast_shapes(x.shape[:-2], y.shape[:-2])
     except RuntimeError as exc:
         raise ValueError(
             f"torchpair.lazy: the batch dimensions of 'X' {tuple(x.shape[:-2])} and 'Y' {tuple(y.shape[:-2])} "

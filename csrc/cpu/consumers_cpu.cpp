@@ -8,6 +8,7 @@
 // sweep.h (through sources.h) must come first: it opens the inline capability namespace.
 #include "cpu/consumers.h"
 #include "cpu/tile_ops.h"
+#include "engines/output_memory.h"
 #include "reductions/logsumexp.h"
 #include "reductions/softmax.h"
 #include "reductions/sum.h"
@@ -27,9 +28,8 @@ at::Tensor dense_impl(const Request& req) {
   const int64_t B = req.x.size(0);
   const int64_t rows = req.spec.transposed ? req.y.size(1) : req.x.size(1);
   const int64_t cols = req.spec.transposed ? req.x.size(1) : req.y.size(1);
-  at::Tensor out = at::empty({B, rows, cols}, req.value_options());
+  at::Tensor out = engine::empty_output({B, rows, cols}, req.value_options());
   if (out.numel() == 0) return out;
-  engine::advise_huge_pages(out.data_ptr(), out.nbytes());
   auto src = make_sources<T>(req, req.spec.transposed);
   T* o = out.data_ptr<T>();
   if (src[0]->is_plain_product() && B == 1) {

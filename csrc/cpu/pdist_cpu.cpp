@@ -8,6 +8,7 @@
 // sweep.h (through sources.h) must come first: it opens the inline capability namespace.
 #include "cpu/consumers.h"
 #include "cpu/pdist.h"
+#include "engines/output_memory.h"
 
 #include <algorithm>
 
@@ -22,9 +23,8 @@ template <typename T>
 at::Tensor pdist_impl(const Request& req) {
   const int64_t B = req.x.size(0), n = req.x.size(1);
   const int64_t P = n * (n - 1) / 2;
-  at::Tensor out = at::empty({B, P}, req.value_options());
+  at::Tensor out = engine::empty_output({B, P}, req.value_options());
   if (out.numel() == 0) return out;
-  engine::advise_huge_pages(out.data_ptr(), out.nbytes());
   auto src = make_sources<T>(req, false);
   T* o = out.data_ptr<T>();
   const TriangleWalk walk;

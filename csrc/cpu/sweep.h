@@ -25,7 +25,42 @@ inline const void* batch_element(const at::Tensor& t, int64_t i) {
   return static_cast<const char*>(t.data_ptr()) + i * t.stride(0) * t.element_size();
 }
 
-// One tile source per batch element, in the requested orientation.
+
+// Below this much work (pairs compared x features, one multiply-add each) a walk runs on
+// the calling thread: waking the pool and meeting at its barrier costs more than a second
+// thread saves (microseconds on an idle machine, milliseconds when the other cores are
+// busy and a worker has to be scheduled). TORCHPAIR_SERIAL_WORK overrides it (read once;
+// 0 puts every walk of more than one unit on the pool).
+inline int64_t serial_work_limit() {
+  static const int64_t limit = [] {
+    if (const char* env = std::getenv("TORCHPAIR_SERIAL_WORK")) return int64_t(std::atoll(env));
+    return int64_t(1) << 18;
+  }();
+  return limit;
+}
+
+// at::parallel_for(0, units, 1, f), or f(0, units) on the calling thread (inside
+// at::parallel_for's own serial path, so nested parallel regions and BLAS calls behave as in
+// a parallel region) when `work` is below serial_work_limit(). Every walk of the CPU
+// consumers goes through here.
+template <typename F>
+void parallel_units(int64_t units, double work, const F& f) {
+  if (units <= 0) return;
+  const bool serial = work < double(serial_work_limit());
+  at::parallel_for(0, units, serial ? units : 1, f);
+}
+
+// The work of a walk over every pair of these sources' operators.
+template <typename T>
+double walk_work(const Sources<T>& src) {
+  if (src.empty()) return 0.0;
+  return double(src.size()) * double(src[0]->rows()) * double(src[0]->cols()) * double(std::max<int64_t>(src[0]->dim(), 1));
+}
+
+// One tile source per batch element, in the requested orientation. Built on the calling
+// thread: building them in parallel too would be a second parallel region per call, whose
+// barrier costs more than it saves for a batch of small problems (the case where set-up
+// matters) whenever the other cores are busy.
 template <typename T>
 Sources<T> make_sources(const Request& req, bool transposed) {
   const int64_t B = req.x.size(0), n = req.x.size(1), m = req.y.size(1), d = req.x.size(2);
@@ -56,7 +91,8 @@ void for_each_row_block(const Sources<T>& src, const F& f, bool balanced = false
   const int64_t rows = src[0]->rows(), rb = src[0]->row_block();
   const int64_t nrb = (rows + rb - 1) / rb;
   const int64_t units = int64_t(src.size()) * nrb;
-  at::parallel_for(0, units, 1, [&](int64_t u0, int64_t u1) {
+  // a balanced walk covers a triangle: half the pairs
+  parallel_units(units, balanced ? walk_work(src) / 2 : walk_work(src), [&](int64_t u0, int64_t u1) {
     for (int64_t u = u0; u < u1; ++u) {
       const int64_t k = u % nrb;
       const int64_t blk = !balanced ? k : (k % 2 == 0) ? k / 2 : nrb - 1 - k / 2;
@@ -77,7 +113,7 @@ void for_each_tile(const Sources<T>& src, const F& f) {
   const int64_t cols = src[0]->cols(), cb = src[0]->col_block();
   const int64_t nrb = (rows + rb - 1) / rb, ncb = (cols + cb - 1) / cb;
   const int64_t units = int64_t(src.size()) * nrb * ncb;
-  at::parallel_for(0, units, 1, [&](int64_t u0, int64_t u1) {
+  parallel_units(units, walk_work(src), [&](int64_t u0, int64_t u1) {
     for (int64_t u = u0; u < u1; ++u) {
       const int64_t b = u / (nrb * ncb), r0 = (u / ncb % nrb) * rb, c0 = (u % ncb) * cb;
       f(b, *src[b], r0, std::min(rb, rows - r0), c0, std::min(cb, cols - c0));

@@ -3,12 +3,9 @@
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 #include <c10/util/Exception.h>
+#include <c10/util/ParallelGuard.h>
 
 #include <limits>
-
-#if defined(__linux__)
-#include <sys/mman.h>
-#endif
 
 // Fortran BLAS entry points exported by libtorch_cpu (MKL). Weak, so a libtorch without
 // them still loads and the at::mm fallback is used.
@@ -42,9 +39,11 @@ bool blas_gemm(char ta, char tb, int64_t m, int64_t n, int64_t k, T alpha, const
   if (!(fits_int(m) && fits_int(n) && fits_int(k) && fits_int(lda) && fits_int(ldb) && fits_int(ldc))) return false;
   int im = int(m), in = int(n), ik = int(k), ilda = int(lda), ildb = int(ldb), ildc = int(ldc);
   // Tile GEMMs run inside our own parallel region: keep MKL on the calling thread, or each
-  // of our threads would start a team of its own and oversubscribe the cores. The
-  // thread's previous setting is restored, so later user calls are unaffected.
-  const bool pin = MKL_Set_Num_Threads_Local && at::in_parallel_region();
+  // of our threads would start a team of its own and oversubscribe the cores. A walk small
+  // enough to stay on the calling thread (at::parallel_for's serial path: a ParallelGuard)
+  // keeps its GEMMs there too: MKL would otherwise wake its team for a few microseconds of
+  // work. The thread's previous setting is restored, so later user calls are unaffected.
+  const bool pin = MKL_Set_Num_Threads_Local && (at::in_parallel_region() || c10::ParallelGuard::is_enabled());
   const int previous = pin ? MKL_Set_Num_Threads_Local(1) : 0;
   if constexpr (std::is_same_v<T, float>) {
     if (!sgemm_) {
@@ -117,19 +116,6 @@ void gemm_tn(int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t lda, 
   if (k == 0) return zero_or_scale(m, n, beta, c, ldc);
   if (blas_gemm<T>('N', 'T', n, m, k, alpha, b, ldb, a, lda, beta, c, ldc)) return;
   aten_gemm<T>(true, false, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
-}
-
-void advise_huge_pages(void* data, size_t bytes) {
-#if defined(__linux__) && defined(MADV_HUGEPAGE)
-  constexpr uintptr_t kHuge = uintptr_t(2) << 20;
-  if (bytes < 2 * kHuge) return;
-  const uintptr_t begin = (reinterpret_cast<uintptr_t>(data) + kHuge - 1) & ~(kHuge - 1);
-  const uintptr_t end = (reinterpret_cast<uintptr_t>(data) + bytes) & ~(kHuge - 1);
-  if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);
-#else
-  (void)data;
-  (void)bytes;
-#endif
 }
 
 #define TP_INSTANTIATE(T)                                                                                   \

@@ -22,8 +22,4 @@ template <typename T>
 void gemm_tn(int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t lda, const T* b, int64_t ldb,
              T beta, T* c, int64_t ldc);
 
-// Large outputs are written once, by page faults first: ask the kernel for transparent huge
-// pages on the 2 MiB-aligned interior (no-op where unsupported or for small buffers).
-void advise_huge_pages(void* data, size_t bytes);
-
 }  // namespace tp::engine
