@@ -1,7 +1,7 @@
 #pragma once
 // CPU consumers: each is "tile producer + fold" over row blocks in parallel, with O(tile)
 // scratch per thread. Compiled once per CPU capability; cpu/dispatch.cpp picks one.
-// Tensors are validated and laid out by ops/kernels.cpp: x [B,n,d], y [B,m,d], a [B,n],
+// Tensors are validated and laid out by ops/impls.cpp: x [B,n,d], y [B,m,d], a [B,n],
 // b [B,m] (or undefined), contiguous, same floating dtype.
 #include <ATen/ATen.h>
 

@@ -6,7 +6,7 @@
 #include "cpu/consumers.h"
 #include "cpu/pdist.h"
 #include "generic/consumers.h"
-#include "ops/kernels.h"
+#include "ops/impls.h"
 
 namespace tp::cpu {
 namespace {
@@ -57,4 +57,4 @@ struct Engine {
 }  // namespace
 }  // namespace tp::cpu
 
-TORCH_LIBRARY_IMPL(torchpair, CPU, m) { tp::ops::core::register_core_kernels<tp::cpu::Engine>(m); }
+TORCH_LIBRARY_IMPL(torchpair, CPU, m) { tp::ops::core::register_core_impls<tp::cpu::Engine>(m); }

@@ -1,9 +1,9 @@
 // The device-generic backend (ATen ops on tiles, generic/consumers_generic.cpp), registered
 // once as the fallback of every device: CompositeExplicitAutograd is the key a dispatcher
-// uses for any backend that has no kernel of its own (CUDA, XPU, MPS, ... and the CPU for
+// uses for any backend that has no impl of its own (CUDA, XPU, MPS, ... and the CPU for
 // _paired). A backend that registers its own key (cpu/register.cpp: CPU) takes precedence.
 #include "generic/consumers.h"
-#include "ops/kernels.h"
+#include "ops/impls.h"
 
 namespace tp::generic {
 namespace {
@@ -53,5 +53,5 @@ struct Engine {
 }  // namespace tp::generic
 
 TORCH_LIBRARY_IMPL(torchpair, CompositeExplicitAutograd, m) {
-  tp::ops::core::register_core_kernels<tp::generic::Engine>(m);
+  tp::ops::core::register_core_impls<tp::generic::Engine>(m);
 }

@@ -1,6 +1,6 @@
 // Autocast for every torchpair operator: under CPU or CUDA autocast, float16/bfloat16
 // tensor arguments are promoted to float32 and the operator runs with autocast switched off
-// below it, so its internal ATen calls (e.g. GEMMs) are not re-downcast. One boxed kernel
+// below it, so its internal ATen calls (e.g. GEMMs) are not re-downcast. One boxed impl
 // serves every schema. The core operators it covers are the TP_CORE_AUTOCAST rows of
 // ops/core_ops.h; the public operators are listed here.
 #include <ATen/autocast_mode.h>

@@ -22,7 +22,7 @@ using core_op::SV;
 using Opt = std::optional<at::Tensor>;
 
 // Whether a call must record a graph node. Inference calls (grad mode off, or no operand
-// that requires grad) go straight to the kernel below autograd: a Function::apply costs an
+// that requires grad) go straight to the impl below autograd: a Function::apply costs an
 // autograd node, the saved operands and the engine arguments copied into saved_data, for
 // nothing; on a small or memory-cold call that was a visible share of the whole operator.
 bool requires_grad(const at::Tensor& t) { return t.defined() && t.requires_grad(); }
@@ -157,7 +157,7 @@ inline at::Tensor grad_or_none(bool needed, const at::Tensor& g) { return needed
 #define TP_ENUM0(name, T, type, dflt, src) name
 #define TP_ENUM(name, T, type, dflt, src) , name
 
-// The autograd::Function of a differentiable core operator, and its Autograd-key kernel.
+// The autograd::Function of a differentiable core operator, and its Autograd-key impl.
 #define TP_CORE_FUNCTION(id, back, condition)                                                    \
   struct id##_function : public torch::autograd::Function<id##_function> {                        \
     using Op = core_op::id;                                                                       \
@@ -165,7 +165,7 @@ inline at::Tensor grad_or_none(bool needed, const at::Tensor& g) { return needed
     struct Index {                                                                                \
       enum : size_t { TP_CORE_ARGS_##id(TP_ENUM0, TP_ENUM), count };                              \
     };                                                                                            \
-    static ForwardResult<Op::Ret> forward(AutogradContext* ctx, TP_CORE_KERNEL_ARGS(id)) {       \
+    static ForwardResult<Op::Ret> forward(AutogradContext* ctx, TP_CORE_IMPL_ARGS(id)) {       \
       auto tp_r = Op::call_below_autograd(TP_CORE_ARG_NAMES(id));                                \
       [[maybe_unused]] const variable_list tp_outs = as_list(tp_r);                               \
       std::vector<at::Tensor> tp_saved;                                                           \
@@ -187,7 +187,7 @@ inline at::Tensor grad_or_none(bool needed, const at::Tensor& g) { return needed
       tp_m = 0;                                                                                   \
       TP_CORE_DIFF_##id(TP_GRAD_ENTRY) return tp_out;                                             \
     }                                                                                             \
-    static Op::Ret autograd_kernel(TP_CORE_KERNEL_ARGS(id)) {                                              \
+    static Op::Ret autograd_impl(TP_CORE_IMPL_ARGS(id)) {                                              \
       if (!(condition) || !records_graph(TP_CORE_ARG_NAMES(id)))                                  \
         return Op::call_below_autograd(TP_CORE_ARG_NAMES(id));                                    \
       return from_list<Op::Ret>(as_list(apply(TP_CORE_ARG_NAMES(id))));                           \
@@ -210,15 +210,15 @@ struct NoDoubleBackward<Op, Ret(Args...)> : public torch::autograd::Function<NoD
     return as_list(Op::call_below_autograd(args...));
   }
   static variable_list backward(AutogradContext*, variable_list) { second_derivative_error(Op::qualified_name); }
-  static Ret kernel(Args... args) { return from_list<Ret>(NoDoubleBackward::apply(args...)); }
+  static Ret impl(Args... args) { return from_list<Ret>(NoDoubleBackward::apply(args...)); }
 };
 
-// A core operator without a derivative: its kernel below autograd, no graph.
+// A core operator without a derivative: its impl below autograd, no graph.
 template <typename Op, typename Sig = typename Op::Sig>
 struct NoGraph;
 template <typename Op, typename Ret, typename... Args>
 struct NoGraph<Op, Ret(Args...)> {
-  static Ret kernel(Args... args) { return Op::call_below_autograd(args...); }
+  static Ret impl(Args... args) { return Op::call_below_autograd(args...); }
 };
 
 }  // namespace
@@ -227,11 +227,11 @@ struct NoGraph<Op, Ret(Args...)> {
 TORCH_LIBRARY_IMPL(torchpair, Autograd, m) {
   using namespace tp::ops;
 #define TP_REGISTER_AUTOGRAD(id, back, condition)                               \
-  m.impl(core_op::id::qualified_name, &id##_function::autograd_kernel);                  \
-  m.impl(core_op::back::qualified_name, &NoDoubleBackward<core_op::back>::kernel);
+  m.impl(core_op::id::qualified_name, &id##_function::autograd_impl);                  \
+  m.impl(core_op::back::qualified_name, &NoDoubleBackward<core_op::back>::impl);
   TP_CORE_AUTOGRAD(TP_REGISTER_AUTOGRAD)
 #undef TP_REGISTER_AUTOGRAD
-#define TP_REGISTER_NO_GRAPH(id) m.impl(core_op::id::qualified_name, &NoGraph<core_op::id>::kernel);
+#define TP_REGISTER_NO_GRAPH(id) m.impl(core_op::id::qualified_name, &NoGraph<core_op::id>::impl);
   TP_CORE_NOT_DIFFERENTIABLE(TP_REGISTER_NO_GRAPH)
 #undef TP_REGISTER_NO_GRAPH
 }

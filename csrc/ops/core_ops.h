@@ -6,13 +6,13 @@
 //   - its schema string (schemas.cpp defines every row),
 //   - its typed dispatcher call `core_op::<id>::call(...)`, an overload taking the engine
 //     operands and arguments from an ops::Core, and `call_below_autograd`,
-//   - the signature of its backend kernel (`TP_CORE_KERNEL_ARGS(id)` in kernels.h),
+//   - the signature of its backend impl (`TP_CORE_IMPL_ARGS(id)` in impls.h),
 //   - its C++ autograd (autograd.cpp: TP_CORE_AUTOGRAD rows; the forward saves every tensor
 //     argument, the non-tensor arguments and the outputs listed in TP_CORE_SAVED_<id>; the
 //     backward calls the backward operator with the mask of the inputs that need a gradient,
 //     TP_CORE_DIFF_<id>, and returns those gradients at their argument positions),
-//   - its autocast kernel (autocast.cpp: TP_CORE_AUTOCAST rows).
-// The fake kernels (torchpair/_meta.py) are Python and restate the argument order.
+//   - its autocast impl (autocast.cpp: TP_CORE_AUTOCAST rows).
+// The fake impls (torchpair/_meta.py) are Python and restate the argument order.
 //
 // An argument is ARG(name, C++ type, schema type, schema default, source): source c for a
 // field of ops::Core (the engine operands and arguments, by the same name), p for the
@@ -210,8 +210,8 @@ struct Core {
 #define TP_ARG_FROM_c(name) c.name
 #define TP_ARG_FROM_p(name) name
 
-// "T1 name1, T2 name2, ..." of operator `id` (the parameter list of its kernels).
-#define TP_CORE_KERNEL_ARGS(id) TP_CORE_ARGS_##id(TP_ARG_DECL0, TP_ARG_DECL)
+// "T1 name1, T2 name2, ..." of operator `id` (the parameter list of its impls).
+#define TP_CORE_IMPL_ARGS(id) TP_CORE_ARGS_##id(TP_ARG_DECL0, TP_ARG_DECL)
 // "name1, name2, ..." of operator `id`.
 #define TP_CORE_ARG_NAMES(id) TP_CORE_ARGS_##id(TP_ARG_NAME0, TP_ARG_NAME)
 
@@ -230,7 +230,7 @@ c10::TypedOperatorHandle<Sig> typed_handle(const char* qualified_name) {
     static constexpr const char* qualified_name = "torchpair::_" #id;                           \
     static constexpr const char* schema =                                                       \
         "_" #id "(" TP_CORE_ARGS_##id(TP_ARG_SCHEMA0, TP_ARG_SCHEMA) ") -> " returns;           \
-    static Ret call(TP_CORE_KERNEL_ARGS(id)) {                                                  \
+    static Ret call(TP_CORE_IMPL_ARGS(id)) {                                                  \
       static auto op = typed_handle<Sig>(qualified_name);                                       \
       return op.call(TP_CORE_ARG_NAMES(id));                                                    \
     }                                                                                           \
@@ -238,8 +238,8 @@ c10::TypedOperatorHandle<Sig> typed_handle(const char* qualified_name) {
     static Ret call(const Core& c TP_CORE_ARGS_##id(TP_ARG_EXTRA, TP_ARG_EXTRA)) {              \
       return call(TP_CORE_ARGS_##id(TP_ARG_FROM0, TP_ARG_FROM));                                \
     }                                                                                           \
-    /* the kernel below the autograd key (CPU, generic, fake, ...) */                           \
-    static Ret call_below_autograd(TP_CORE_KERNEL_ARGS(id)) {                                   \
+    /* the impl below the autograd key (CPU, generic, fake, ...) */                             \
+    static Ret call_below_autograd(TP_CORE_IMPL_ARGS(id)) {                                   \
       at::AutoDispatchBelowADInplaceOrView guard;                                               \
       return call(TP_CORE_ARG_NAMES(id));                                                       \
     }                                                                                           \

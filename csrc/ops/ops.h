@@ -6,7 +6,7 @@
 // operators): pairwise, lazy_matmul, lazy_reduce, lazy_topk, lazy_softmax_matmul, and the
 // set-level knn, hausdorff, chamfer, mmd, energy_distance.
 // Core operators (one table, ops/core_ops.h: schema, typed call, C++ autograd, autocast;
-// backend kernels in ops/kernels.h; fake kernels in torchpair/_meta.py): _dense, _matmul,
+// backend impls in ops/impls.h; fake impls in torchpair/_meta.py): _dense, _matmul,
 // _row_reduce, _topk, _softmax_matmul, _paired, _pdist and their _backward twins. They take
 // engine operands (x, y, side features a, b), an engine kernel id and its resolved scalars.
 // The functions below call them from a Core (core_op::<id>::call takes every argument).

@@ -4,7 +4,7 @@
 // CompositeImplicitAutograd (ops/composite.cpp): validation, metric preparation, then one
 // core operator. Core operators (leading underscore) take engine operands and a kernel id;
 // their schemas, typed calls, autograd and autocast are generated from one table,
-// ops/core_ops.h; each has backend kernels (ops/kernels.h) and a fake kernel
+// ops/core_ops.h; each has backend impls (ops/impls.h) and a fake impl
 // (torchpair/_meta.py). Metric names, kernel ids and scalar parameters are schema
 // arguments, so captured graphs record them as constants.
 #include <ATen/core/enum_tag.h>

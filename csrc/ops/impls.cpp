@@ -1,7 +1,7 @@
-// Argument validation of the core operators, shared by every backend (ops/kernels.h). Core
+// Argument validation of the core operators, shared by every backend (ops/impls.h). Core
 // operators are internal but callable (torch.ops.torchpair._dense, ...), so they validate
 // their arguments too: a wrong call is a clear error, never a crash.
-#include "ops/kernels.h"
+#include "ops/impls.h"
 
 #include <cmath>
 

@@ -1,14 +1,14 @@
 #pragma once
-// The backend kernels of the core operators, written once for every backend.
+// The backend implementations (impls) of the core operators, written once for every backend.
 //
 // A backend is a type with one static function per consumer (see cpu/register.cpp and
-// generic/register.cpp); `register_core_kernels<Engine>(m)` validates each call's arguments
+// generic/register.cpp); `register_core_impls<Engine>(m)` validates each call's arguments
 // (so a wrong call to an internal operator is a clear error, never a crash), lays the tensors
 // out as an engine::Request and calls the backend. Each backend registers itself by dispatch
 // key, the torchvision way:
 //   CPU                        cpu/register.cpp      (native engines, per CPU capability)
 //   CompositeExplicitAutograd  generic/register.cpp  (ATen on tiles: every other device)
-// A device with kernels of its own registers its key (e.g. CUDA) and takes precedence over
+// A device with impls of its own registers its key (e.g. CUDA) and takes precedence over
 // the generic fallback; no operator code changes.
 #include <ATen/ATen.h>
 #include <torch/library.h>
@@ -36,7 +36,7 @@ using engine::Request;
 using engine::RowReduce;
 using engine::RowReduction;
 
-// Validation shared by every backend (ops/kernels.cpp). `op` names the operator in messages.
+// Validation shared by every backend (ops/impls.cpp). `op` names the operator in messages.
 Request make_request(const char* op, const at::Tensor& x, const at::Tensor& y, const Opt& a, const Opt& b,
                      c10::string_view kernel, at::ArrayRef<double> scalars, bool symmetric, bool transposed,
                      Dtype dtype);
@@ -61,33 +61,33 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor> grads5(Gr
 using Back4 = std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor>;
 using Back5 = std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor>;
 
-// Each kernel's parameter list is its operator's row in ops/core_ops.h.
+// Each impl's parameter list is its operator's row in ops/core_ops.h.
 template <class E>
-struct Kernels {
-  static at::Tensor dense(TP_CORE_KERNEL_ARGS(dense)) {
+struct Impls {
+  static at::Tensor dense(TP_CORE_IMPL_ARGS(dense)) {
     return E::dense(make_request("_dense", x, y, a, b, kernel, scalars, symmetric, transposed, dtype));
   }
-  static Back4 dense_backward(TP_CORE_KERNEL_ARGS(dense_backward)) {
+  static Back4 dense_backward(TP_CORE_IMPL_ARGS(dense_backward)) {
     auto req = make_request("_dense_backward", x, y, a, b, kernel, scalars, symmetric, transposed, dtype);
     check_grad("_dense_backward", grad, req, {req.batch(), req.rows(), req.cols()});
     return grads4(E::dense_backward(grad.contiguous(), req, output_mask), req, output_mask);
   }
-  static at::Tensor matmul(TP_CORE_KERNEL_ARGS(matmul)) {
+  static at::Tensor matmul(TP_CORE_IMPL_ARGS(matmul)) {
     auto req = make_request("_matmul", x, y, a, b, kernel, scalars, symmetric, transposed, dtype);
     check_v("_matmul", v, req);
     return E::matmul(req, v.contiguous());
   }
-  static Back5 matmul_backward(TP_CORE_KERNEL_ARGS(matmul_backward)) {
+  static Back5 matmul_backward(TP_CORE_IMPL_ARGS(matmul_backward)) {
     auto req = make_request("_matmul_backward", x, y, a, b, kernel, scalars, symmetric, transposed, dtype);
     check_v("_matmul_backward", v, req);
     check_grad("_matmul_backward", grad, req, {req.batch(), req.rows(), v.size(2)});
     return grads5(E::matmul_backward(grad.contiguous(), req, v.contiguous(), output_mask), req, v, output_mask);
   }
-  static at::Tensor row_reduce(TP_CORE_KERNEL_ARGS(row_reduce)) {
+  static at::Tensor row_reduce(TP_CORE_IMPL_ARGS(row_reduce)) {
     auto req = make_request("_row_reduce", x, y, a, b, kernel, scalars, symmetric, transposed, dtype);
     return E::row_reduce(req, make_reduce("_row_reduce", req, reduction, scale, weight, threshold));
   }
-  static Back5 row_reduce_backward(TP_CORE_KERNEL_ARGS(row_reduce_backward)) {
+  static Back5 row_reduce_backward(TP_CORE_IMPL_ARGS(row_reduce_backward)) {
     const char* op = "_row_reduce_backward";
     auto req = make_request(op, x, y, a, b, kernel, scalars, symmetric, transposed, dtype);
     const auto r = make_reduce(op, req, reduction, scale, weight, 0.0);
@@ -98,17 +98,17 @@ struct Kernels {
     return grads5(E::row_reduce_backward(grad.contiguous(), req, r, result.contiguous(), output_mask), req, w,
                   output_mask);
   }
-  static std::tuple<at::Tensor, at::Tensor> topk(TP_CORE_KERNEL_ARGS(topk)) {
+  static std::tuple<at::Tensor, at::Tensor> topk(TP_CORE_IMPL_ARGS(topk)) {
     auto req = make_request("_topk", x, y, a, b, kernel, scalars, symmetric, transposed, dtype);
     check_topk("_topk", k, req);
     return E::topk(req, k, largest, nan_first);
   }
-  static std::tuple<at::Tensor, at::Tensor> softmax_matmul(TP_CORE_KERNEL_ARGS(softmax_matmul)) {
+  static std::tuple<at::Tensor, at::Tensor> softmax_matmul(TP_CORE_IMPL_ARGS(softmax_matmul)) {
     auto req = make_request("_softmax_matmul", x, y, a, b, kernel, scalars, symmetric, transposed, dtype);
     check_v("_softmax_matmul", v, req);
     return E::softmax_matmul(req, v.contiguous());
   }
-  static Back5 softmax_matmul_backward(TP_CORE_KERNEL_ARGS(softmax_matmul_backward)) {
+  static Back5 softmax_matmul_backward(TP_CORE_IMPL_ARGS(softmax_matmul_backward)) {
     const char* op = "_softmax_matmul_backward";
     auto req = make_request(op, x, y, a, b, kernel, scalars, symmetric, transposed, dtype);
     check_v(op, v, req);
@@ -119,20 +119,20 @@ struct Kernels {
                                              lse.contiguous(), output_mask),
                   req, v, output_mask);
   }
-  static at::Tensor pdist(TP_CORE_KERNEL_ARGS(pdist)) {
+  static at::Tensor pdist(TP_CORE_IMPL_ARGS(pdist)) {
     return E::pdist(same_shape_request("_pdist", x, y, a, b, kernel, scalars, symmetric, dtype));
   }
-  static Back4 pdist_backward(TP_CORE_KERNEL_ARGS(pdist_backward)) {
+  static Back4 pdist_backward(TP_CORE_IMPL_ARGS(pdist_backward)) {
     auto req = same_shape_request("_pdist_backward", x, y, a, b, kernel, scalars, symmetric, dtype);
     const int64_t n = req.x.size(1);
     check_grad("_pdist_backward", grad, req, {req.batch(), n * (n - 1) / 2});
     return grads4(E::pdist_backward(grad.contiguous(), req, output_mask), req, output_mask);
   }
-  static at::Tensor paired(TP_CORE_KERNEL_ARGS(paired)) {
+  static at::Tensor paired(TP_CORE_IMPL_ARGS(paired)) {
     auto req = same_shape_request("_paired", x, y, a, b, kernel, scalars, false, dtype);
     return E::paired(req, check_self_mask("_paired", self_mask, x));
   }
-  static Back4 paired_backward(TP_CORE_KERNEL_ARGS(paired_backward)) {
+  static Back4 paired_backward(TP_CORE_IMPL_ARGS(paired_backward)) {
     auto req = same_shape_request("_paired_backward", x, y, a, b, kernel, scalars, false, dtype);
     const at::Tensor m = check_self_mask("_paired_backward", self_mask, x);
     check_grad("_paired_backward", grad, req, {req.batch(), req.rows()});
@@ -140,10 +140,10 @@ struct Kernels {
   }
 };
 
-// Registers E's kernels for every core operator it implements.
+// Registers E's impls for every core operator it implements.
 template <class E>
-void register_core_kernels(torch::Library& m) {
-  using K = Kernels<E>;
+void register_core_impls(torch::Library& m) {
+  using K = Impls<E>;
   m.impl("_dense", &K::dense);
   m.impl("_dense_backward", &K::dense_backward);
   m.impl("_matmul", &K::matmul);
