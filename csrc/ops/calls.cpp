@@ -27,34 +27,34 @@ at::Tensor pairwise(const at::Tensor& x, const std::optional<at::Tensor>& y, con
 }
 
 at::Tensor lazy_matmul(const at::Tensor& x, const std::optional<at::Tensor>& y, const at::Tensor& v,
-                       const std::string& metric, bool transpose, const ComparisonOptions& o) {
+                       const std::string& metric, bool transposed, const ComparisonOptions& o) {
   static auto op = handle<at::Tensor(CT, const Opt&, CT, SV, bool TP_PARAM_TYPES)>("torchpair::lazy_matmul");
-  return op.call(x, y, v, metric, transpose TP_PARAM_FIELDS);
+  return op.call(x, y, v, metric, transposed TP_PARAM_FIELDS);
 }
 
 at::Tensor lazy_reduce(const at::Tensor& x, const std::optional<at::Tensor>& y, const std::string& metric,
-                       const std::string& reduction, std::optional<int64_t> dim, bool transpose,
+                       const std::string& reduction, std::optional<int64_t> dim, bool transposed,
                        const ComparisonOptions& o, double scale, const std::optional<at::Tensor>& log_weight,
                        std::optional<double> threshold) {
   static auto op = handle<at::Tensor(CT, const Opt&, SV, SV, std::optional<int64_t>, bool, double, const Opt&,
                                      std::optional<double> TP_PARAM_TYPES)>("torchpair::lazy_reduce");
-  return op.call(x, y, metric, reduction, dim, transpose, scale, log_weight, threshold TP_PARAM_FIELDS);
+  return op.call(x, y, metric, reduction, dim, transposed, scale, log_weight, threshold TP_PARAM_FIELDS);
 }
 
 std::tuple<at::Tensor, at::Tensor> lazy_topk(const at::Tensor& x, const std::optional<at::Tensor>& y,
                                              const std::string& metric, int64_t k, int64_t dim, bool largest,
-                                             bool sorted, bool transpose, const std::string& nan,
+                                             bool sorted, bool transposed, const std::string& nan,
                                              const ComparisonOptions& o) {
   static auto op = handle<Pair(CT, const Opt&, SV, int64_t, int64_t, bool, bool, bool, SV TP_PARAM_TYPES)>(
       "torchpair::lazy_topk");
-  return op.call(x, y, metric, k, dim, largest, sorted, transpose, nan TP_PARAM_FIELDS);
+  return op.call(x, y, metric, k, dim, largest, sorted, transposed, nan TP_PARAM_FIELDS);
 }
 
 at::Tensor lazy_softmax_matmul(const at::Tensor& x, const std::optional<at::Tensor>& y, const at::Tensor& v,
-                               const std::string& metric, int64_t dim, bool transpose, const ComparisonOptions& o) {
+                               const std::string& metric, int64_t dim, bool transposed, const ComparisonOptions& o) {
   static auto op = handle<at::Tensor(CT, const Opt&, CT, SV, int64_t, bool TP_PARAM_TYPES)>(
       "torchpair::lazy_softmax_matmul");
-  return op.call(x, y, v, metric, dim, transpose TP_PARAM_FIELDS);
+  return op.call(x, y, v, metric, dim, transposed TP_PARAM_FIELDS);
 }
 
 std::tuple<at::Tensor, at::Tensor> knn(const at::Tensor& x, const std::optional<at::Tensor>& y, int64_t k,

@@ -198,7 +198,7 @@ at::Tensor pairwise_op(const at::Tensor& x, const Opt& y, c10::string_view metri
 }
 
 at::Tensor lazy_matmul_op(const at::Tensor& x, const Opt& y, const at::Tensor& v, c10::string_view metric,
-                          bool transpose TP_PARAM_DECLS) {
+                          bool transposed TP_PARAM_DECLS) {
   TP_PACK_PARAMS(opts);
   const char* op = "lazy_matmul";
   const auto& info = catalog::lookup(std::string(metric), op);
@@ -208,17 +208,17 @@ at::Tensor lazy_matmul_op(const at::Tensor& x, const Opt& y, const at::Tensor& v
   const at::Tensor v2 = vector ? v.unsqueeze(-1) : v;
   const SymShape vbatch = batch_of(v2, 2);
   Flat f = flatten(op, info, x, y, &vbatch, "v");
-  const c10::SymInt& cols = transpose ? f.n : f.m;
+  const c10::SymInt& cols = transposed ? f.n : f.m;
   TORCH_CHECK_VALUE(v2.sym_size(-2) == cols, "torchpair.", op, ": 'v' has ", v2.sym_size(-2),
-                    " rows but the operator has ", cols, " columns (", transpose ? "N of x" : "M of y", ")");
+                    " rows but the operator has ", cols, " columns (", transposed ? "N of x" : "M of y", ")");
   TORCH_CHECK_VALUE(v.device() == x.device(), "torchpair.", op, ": 'v' is on ", v.device(), " but 'x' is on ",
                     x.device());
   check_v_dtype(op, info, x, v);
   const auto prep = prepare(op, info, f, opts);
-  Core core = core_of(prep, transpose);
+  Core core = core_of(prep, transposed);
   const at::Tensor vf = to_flat(v2.to(v_dtype(core, f, v)), f.batch, f.B).contiguous();
   at::Tensor out = matmul(core, vf);
-  const c10::SymInt rows = transpose ? f.m : f.n;
+  const c10::SymInt rows = transposed ? f.m : f.n;
   out = restore(out, f, {rows, v2.sym_size(-1)});
   return vector ? out.squeeze(-1) : out;
 }
@@ -231,10 +231,10 @@ int64_t check_dim(const char* op, int64_t dim) {
 
 // The orientation a row consumer walks: K (or K^T when transposed) for dim -1, the other
 // one for dim -2.
-bool walks_transposed(int64_t dim, bool transpose) { return dim == -2 ? !transpose : transpose; }
+bool walks_transposed(int64_t dim, bool transposed) { return dim == -2 ? !transposed : transposed; }
 
 at::Tensor lazy_reduce_op(const at::Tensor& x, const Opt& y, c10::string_view metric, c10::string_view reduction,
-                          std::optional<int64_t> dim, bool transpose, double scale, const Opt& log_weight,
+                          std::optional<int64_t> dim, bool transposed, double scale, const Opt& log_weight,
                           std::optional<double> threshold TP_PARAM_DECLS) {
   TP_PACK_PARAMS(opts);
   const char* op = "lazy_reduce";
@@ -263,8 +263,8 @@ at::Tensor lazy_reduce_op(const at::Tensor& x, const Opt& y, c10::string_view me
   }
   Flat f = log_weight.has_value() ? flatten(op, info, x, y, &wbatch, "log_weight") : flatten(op, info, x, y);
   const auto prep = prepare(op, info, f, opts);
-  const bool transposed = walks_transposed(dim.value_or(-1), transpose);
-  const c10::SymInt& reduced = transposed ? f.n : f.m;  // per-row count
+  const bool walk = walks_transposed(dim.value_or(-1), transposed);
+  const c10::SymInt& reduced = walk ? f.n : f.m;  // per-row count
   Opt weight;
   if (log_weight.has_value()) {
     TORCH_CHECK_VALUE(log_weight->sym_size(-1) == reduced, "torchpair.", op, ": 'log_weight' has ",
@@ -275,14 +275,14 @@ at::Tensor lazy_reduce_op(const at::Tensor& x, const Opt& y, c10::string_view me
     const at::Tensor w = log_weight->to(vt);
     weight = (f.batch.empty() ? w.unsqueeze(0) : w.expand_symint(full).reshape_symint({f.B, reduced})).contiguous();
   }
-  const at::Tensor rows = row_reduce(core_of(prep, transposed), lse ? "logsumexp" : count ? "count" : "sum", scale, weight,
+  const at::Tensor rows = row_reduce(core_of(prep, walk), lse ? "logsumexp" : count ? "count" : "sum", scale, weight,
                                      threshold.value_or(0.0));  // [B, rows]
   at::Tensor out;
   if (dim.has_value()) {
-    if (count) return restore_shape(rows, f, {transposed ? f.m : f.n});
+    if (count) return restore_shape(rows, f, {walk ? f.m : f.n});
     // mean: divided by the (possibly symbolic) count; 0/0 = NaN over an empty set, as torch.mean
     out = reduction == "mean" ? rows.div(c10::Scalar(reduced)) : rows;
-    return restore(out, f, {transposed ? f.m : f.n});
+    return restore(out, f, {walk ? f.m : f.n});
   }
   if (count) return restore_shape(rows.sum(-1), f, {});
   if (lse) {
@@ -337,7 +337,7 @@ bool requires_grad(const catalog::Prepared& p) {
 }
 
 std::tuple<at::Tensor, at::Tensor> lazy_topk_op(const at::Tensor& x, const Opt& y, c10::string_view metric, int64_t k,
-                                                int64_t dim, bool largest, bool sorted, bool transpose,
+                                                int64_t dim, bool largest, bool sorted, bool transposed,
                                                 c10::string_view nan TP_PARAM_DECLS) {
   TP_PACK_PARAMS(opts);
   const char* op = "lazy_topk";
@@ -348,48 +348,48 @@ std::tuple<at::Tensor, at::Tensor> lazy_topk_op(const at::Tensor& x, const Opt& 
   TORCH_CHECK_VALUE(k >= 0, "torchpair.", op, ": 'k' must be >= 0, got ", k);
   (void)sorted;  // results always come best first (a valid order for sorted=False too)
   Flat f = flatten(op, info, x, y);
-  const bool transposed = walks_transposed(dim, transpose);
-  const c10::SymInt& cols = transposed ? f.n : f.m;
+  const bool walk = walks_transposed(dim, transposed);
+  const c10::SymInt& cols = walk ? f.n : f.m;
   TORCH_CHECK_VALUE(cols >= k, "torchpair.", op, ": 'k' (", k, ") must not exceed the size of dimension ", dim,
                     " (", cols, ")");
   const auto prep = prepare(op, info, f, opts, /*selection=*/true);
   // Euclidean distances rank exactly as their squares: select on the squared kernel and take
   // square roots of the k winners only (a sqrt per pair is a quarter of a D = 32 tile).
-  Core core = core_of(prep, transposed);
+  Core core = core_of(prep, walk);
   const char* squared_kernel = catalog::squared_kernel(core.kernel);
   const bool squared = squared_kernel != nullptr;
   if (squared) core.kernel = squared_kernel;
   auto [values, indices] = topk(core, k, largest, largest || nan == "propagate");
   if (squared) values = at::sqrt(values);
-  if (requires_grad(prep)) values = differentiable_values(prep, transposed, values, indices);
-  const c10::SymInt rows = transposed ? f.m : f.n;
+  if (requires_grad(prep)) values = differentiable_values(prep, walk, values, indices);
+  const c10::SymInt rows = walk ? f.m : f.n;
   return {restore(values, f, {rows, k}), restore_shape(indices, f, {rows, k})};
 }
 
 at::Tensor lazy_softmax_matmul_op(const at::Tensor& x, const Opt& y, const at::Tensor& v, c10::string_view metric,
-                                  int64_t dim, bool transpose TP_PARAM_DECLS) {
+                                  int64_t dim, bool transposed TP_PARAM_DECLS) {
   TP_PACK_PARAMS(opts);
   const char* op = "lazy_softmax_matmul";
   const auto& info = catalog::lookup(std::string(metric), op);
   check_dim(op, dim);
-  const bool transposed = walks_transposed(dim, transpose);
+  const bool walk = walks_transposed(dim, transposed);
   TORCH_CHECK_VALUE(v.defined() && v.dim() >= 1, "torchpair.", op,
                     ": 'v' must have shape [..., M, C] or [M], got ", v.defined() ? v.dim() : 0, " dimensions");
   const bool vector = v.dim() == 1;
   const at::Tensor v2 = vector ? v.unsqueeze(-1) : v;
   const SymShape vbatch = batch_of(v2, 2);
   Flat f = flatten(op, info, x, y, &vbatch, "v");
-  const c10::SymInt& cols = transposed ? f.n : f.m;
+  const c10::SymInt& cols = walk ? f.n : f.m;
   TORCH_CHECK_VALUE(v2.sym_size(-2) == cols, "torchpair.", op, ": 'v' has ", v2.sym_size(-2),
                     " rows but the softmax runs over ", cols, " columns");
   TORCH_CHECK_VALUE(v.device() == x.device(), "torchpair.", op, ": 'v' is on ", v.device(), " but 'x' is on ",
                     x.device());
   check_v_dtype(op, info, x, v);
   const auto prep = prepare(op, info, f, opts);
-  Core core = core_of(prep, transposed);
+  Core core = core_of(prep, walk);
   const at::Tensor vf = to_flat(v2.to(v_dtype(core, f, v)), f.batch, f.B).contiguous();
   at::Tensor out = std::get<0>(softmax_matmul(core, vf));
-  out = restore(out, f, {transposed ? f.m : f.n, v2.sym_size(-1)});
+  out = restore(out, f, {walk ? f.m : f.n, v2.sym_size(-1)});
   return vector ? out.squeeze(-1) : out;
 }
 

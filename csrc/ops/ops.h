@@ -66,24 +66,24 @@ std::string params_schema();
 at::Tensor pairwise(const at::Tensor& x, const std::optional<at::Tensor>& y, const std::string& metric,
                     const ComparisonOptions& o);
 at::Tensor lazy_matmul(const at::Tensor& x, const std::optional<at::Tensor>& y, const at::Tensor& v,
-                       const std::string& metric, bool transpose, const ComparisonOptions& o);
+                       const std::string& metric, bool transposed, const ComparisonOptions& o);
 // reduction: "sum", "mean", "logsumexp" (of scale * K + log_weight) or "count" (of K <= threshold)
 at::Tensor lazy_reduce(const at::Tensor& x, const std::optional<at::Tensor>& y, const std::string& metric,
-                       const std::string& reduction, std::optional<int64_t> dim, bool transpose,
+                       const std::string& reduction, std::optional<int64_t> dim, bool transposed,
                        const ComparisonOptions& o, double scale = 1.0,
                        const std::optional<at::Tensor>& log_weight = std::nullopt,
                        std::optional<double> threshold = std::nullopt);
 inline at::Tensor lazy_sum(const at::Tensor& x, const std::optional<at::Tensor>& y, const std::string& metric,
-                           std::optional<int64_t> dim, bool transpose, const ComparisonOptions& o) {
-  return lazy_reduce(x, y, metric, "sum", dim, transpose, o);
+                           std::optional<int64_t> dim, bool transposed, const ComparisonOptions& o) {
+  return lazy_reduce(x, y, metric, "sum", dim, transposed, o);
 }
 // nan: "largest" (torch.topk) or "propagate" (torch.min/max)
 std::tuple<at::Tensor, at::Tensor> lazy_topk(const at::Tensor& x, const std::optional<at::Tensor>& y,
                                              const std::string& metric, int64_t k, int64_t dim, bool largest,
-                                             bool sorted, bool transpose, const std::string& nan,
+                                             bool sorted, bool transposed, const std::string& nan,
                                              const ComparisonOptions& o);
 at::Tensor lazy_softmax_matmul(const at::Tensor& x, const std::optional<at::Tensor>& y, const at::Tensor& v,
-                               const std::string& metric, int64_t dim, bool transpose, const ComparisonOptions& o);
+                               const std::string& metric, int64_t dim, bool transposed, const ComparisonOptions& o);
 std::tuple<at::Tensor, at::Tensor> knn(const at::Tensor& x, const std::optional<at::Tensor>& y, int64_t k,
                                        const std::string& metric, const ComparisonOptions& o);
 at::Tensor hausdorff(const at::Tensor& x, const at::Tensor& y, const std::string& metric, bool directed,
