@@ -152,7 +152,7 @@ class OpCase:
     id: str = ""
 
 
-def _core_args(kernel, scalars, d, dtype, with_sides, transpose=False, symmetric=False, v_cols=None):
+def _core_args(kernel, scalars, d, dtype, with_sides, transposed=False, symmetric=False, v_cols=None):
     g = torch.Generator().manual_seed(0)
     x = torch.randn(2, 5, d, dtype=dtype, generator=g, requires_grad=True)
     y = x if symmetric else torch.randn(2, 7, d, dtype=dtype, generator=g, requires_grad=True)
@@ -160,9 +160,9 @@ def _core_args(kernel, scalars, d, dtype, with_sides, transpose=False, symmetric
     b = a if (with_sides and symmetric) else ((y.detach() ** 2).sum(-1).requires_grad_(True) if with_sides else None)
     args = [x, y, a, b]
     if v_cols is not None:
-        cols = x.shape[1] if transpose else y.shape[1]
+        cols = x.shape[1] if transposed else y.shape[1]
         args.append(torch.randn(2, cols, v_cols, dtype=dtype, generator=g, requires_grad=True))
-    return tuple(args + [kernel, list(scalars), symmetric, transpose, None])
+    return tuple(args + [kernel, list(scalars), symmetric, transposed, None])
 
 
 def _lse_weight(dtype, cols):
@@ -549,7 +549,7 @@ BOOLEAN_ORACLES = {
 }
 
 
-def _packed_args(kernel, dtype, d_features=70, symmetric=False, v_cols=None, transpose=False):
+def _packed_args(kernel, dtype, d_features=70, symmetric=False, v_cols=None, transposed=False):
     """Core-op arguments of a bit-packed kernel: int64 words [2, n, ceil(D / 64)]."""
     g = torch.Generator().manual_seed(7)
     words = (d_features + 63) // 64
@@ -562,8 +562,8 @@ def _packed_args(kernel, dtype, d_features=70, symmetric=False, v_cols=None, tra
     y = x if symmetric else rows(7)
     args = [x, y, None, None]
     if v_cols is not None:
-        args.append(torch.randn(2, 5 if transpose else 7, v_cols, dtype=dtype, generator=g))
-    return tuple(args + [kernel, [float(d_features)], symmetric, transpose, dtype])
+        args.append(torch.randn(2, 5 if transposed else 7, v_cols, dtype=dtype, generator=g))
+    return tuple(args + [kernel, [float(d_features)], symmetric, transposed, dtype])
 
 
 def _equality_args(dtype, weighted=False, v_cols=None):
@@ -586,7 +586,7 @@ def _bool_public(dtype, metric="jaccard"):
 
 OP_CASES += [
     OpCase("torchpair::_dense", lambda dt: _packed_args("packed_jaccard", dt), id="_dense-packed_jaccard"),
-    OpCase("torchpair::_dense", lambda dt: _packed_args("packed_yule", dt, symmetric=True, transpose=True),
+    OpCase("torchpair::_dense", lambda dt: _packed_args("packed_yule", dt, symmetric=True, transposed=True),
            id="_dense-packed_yule-self-t1"),
     OpCase("torchpair::_matmul", lambda dt: _packed_args("packed_dice", dt, v_cols=3), id="_matmul-packed_dice"),
     OpCase("torchpair::_row_reduce", lambda dt: _insert(_packed_args("packed_hamming", dt), 4, "logsumexp"),

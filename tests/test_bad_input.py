@@ -1081,6 +1081,31 @@ raises("torchpair::_prepare", "param-not-taken", lambda: _ops._prepare(_x()[None
        r"'p'")
 raises("torchpair::_prepare", "gamma-negative", lambda: _ops._prepare(_x()[None], None, "rbf", gamma=-1.0), ValueError,
        r"'gamma'")
+# merges of partial reductions (the distributed merge)
+gives("torchpair::_merge_topk", "k-best (ties to the lower index)",
+      lambda: _ops._merge_topk(T.tensor([[2.0, 1.0, 1.0]]), T.tensor([[0, 5, 3]]), 2, False, True)[1],
+      lambda: torch.tensor([[3, 5]]), compare="exact")
+raises("torchpair::_merge_topk", "k-too-large", lambda: _ops._merge_topk(T.ones(1, 3), T.zeros(1, 3, dtype=torch.long),
+       4, False, True), ValueError, r"'k'")
+raises("torchpair::_merge_topk", "shape-mismatch", lambda: _ops._merge_topk(T.ones(1, 3), T.zeros(1, 2, dtype=torch.long),
+       1, False, True), ValueError, r"'values' and 'indices'")
+raises("torchpair::_merge_topk", "indices-float", lambda: _ops._merge_topk(T.ones(1, 3), T.zeros(1, 3), 1, False, True),
+       TypeError, r"'indices'")
+gives("torchpair::_logsumexp_merge", "partials (torch.logsumexp)",
+      lambda: _ops._logsumexp_merge(T.tensor([[0.0, -float("inf")], [1.0, -float("inf")]]), 0),
+      lambda: torch.logsumexp(torch.tensor([[0.0, -float("inf")], [1.0, -float("inf")]]), 0))
+raises("torchpair::_logsumexp_merge", "dim-out-of-range", lambda: _ops._logsumexp_merge(T.ones(2, 3), 2), ValueError,
+       r"'dim'")
+raises("torchpair::_logsumexp_merge", "partials-int", lambda: _ops._logsumexp_merge(T.ones(2, 3, dtype=torch.long), 0),
+       TypeError, r"'partials'")
+gives("torchpair::_logsumexp_raise", "sum-under-a-larger-max", lambda: _ops._logsumexp_raise(T.tensor([0.0]),
+      T.tensor([1.0])), lambda: torch.exp(torch.tensor([-1.0])))
+raises("torchpair::_logsumexp_raise", "shape-mismatch", lambda: _ops._logsumexp_raise(T.ones(2), T.ones(3)),
+       ValueError, r"'value' and 'max'")
+gives("torchpair::_logsumexp_finalize", "log(sum) + max", lambda: _ops._logsumexp_finalize(T.tensor([2.0]),
+      T.tensor([1.0])), lambda: torch.log(torch.tensor([2.0])) + 1)
+raises("torchpair::_logsumexp_finalize", "max-int", lambda: _ops._logsumexp_finalize(T.ones(2),
+       T.ones(2, dtype=torch.long)), TypeError, r"'max'")
 gives("torchpair::_build_info", "no-arguments (JSON)", lambda: _ops._build_info().startswith("{"), lambda: True,
       compare="exact")
 raises("torchpair::_build_info", "unexpected-argument", lambda: _ops._build_info(1), RuntimeError, r"_build_info")

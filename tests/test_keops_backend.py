@@ -327,9 +327,10 @@ def test_metric_info_keops_field():
 # ---------------------------------------------------------------------------------------
 # Fallback, strict mode, native-only paths
 # ---------------------------------------------------------------------------------------
-def _untranslatable(monkeypatch, metric="sqeuclidean"):
-    monkeypatch.delitem(_keops.TRANSLATIONS, metric)
-    monkeypatch.setattr(_keops, "KERNEL_TRANSLATIONS", {})  # nor through its prepared engine call
+def _untranslatable(monkeypatch, kernels=("sqeuclidean_direct", "sqeuclidean_gemm")):
+    """sqeuclidean's engine kernels lose their formulas (the other kernels keep theirs)."""
+    monkeypatch.setattr(_keops, "KERNEL_TRANSLATIONS",
+                        {k: v for k, v in _keops.KERNEL_TRANSLATIONS.items() if k not in kernels})
     monkeypatch.setattr(_keops, "_PREPARED_SUPPORT", {})
     monkeypatch.setattr(_keops, "_warned", set())
 
@@ -465,9 +466,9 @@ def test_compile_and_export_inside_keops_context_are_native(sweeps):
 
 
 # ---------------------------------------------------------------------------------------
-# Every translation against scipy / sklearn, whether or not its metric is in this build's
-# catalog yet (one KeOps formula each: K @ I gives the dense matrix; rbf only by default,
-# every translation with TORCHPAIR_KEOPS_FULL=1)
+# Every translated metric against scipy / sklearn through its prepared engine kernel (one KeOps
+# formula each: K @ I gives the dense matrix; rbf only by default, every case with
+# TORCHPAIR_KEOPS_FULL=1)
 # ---------------------------------------------------------------------------------------
 def _oracles():
     import numpy as np
@@ -498,6 +499,8 @@ def _oracles():
         "matern": ({"nu": 2.5, "length_scale": 1.3}, lambda x, y: gpk.Matern(length_scale=1.3, nu=2.5)(x, y)),
         "rational_quadratic": ({"alpha": 1.5, "length_scale": 1.2},
                                lambda x, y: gpk.RationalQuadratic(length_scale=1.2, alpha=1.5)(x, y)),
+        "exp_sine_squared": ({"length_scale": 1.3, "periodicity": 2.1},
+                             lambda x, y: gpk.ExpSineSquared(length_scale=1.3, periodicity=2.1)(x, y)),
         # the variants (case id -> metric, params, oracle)
         "matern_nu0.5": ("matern", {"nu": 0.5, "length_scale": 0.8},
                          lambda x, y: gpk.Matern(length_scale=0.8, nu=0.5)(x, y)),
@@ -513,29 +516,30 @@ def _oracles():
     }
 
 
-_ORACLE_CASES = list(_keops.TRANSLATIONS) + [v for v in VARIANTS if VARIANTS[v][0] in _keops.TRANSLATIONS
-                                             and v != "minkowski_w"]
+_ORACLE_METRICS = {  # case id -> metric (the oracles above; evaluated without importing scipy)
+    **{m: m for m in ("euclidean", "sqeuclidean", "rbf", "cityblock", "chebyshev", "minkowski", "cosine",
+                      "correlation", "linear", "polynomial", "sigmoid", "cosine_similarity", "laplacian", "chi2",
+                      "additive_chi2", "matern", "rational_quadratic", "exp_sine_squared")},
+    **{v: VARIANTS[v][0] for v in VARIANTS if v != "minkowski_w"},
+}
+_ORACLE_CASES = [c for c, m in _ORACLE_METRICS.items() if m in KEOPS_METRICS]
 
 
 @pytest.mark.parametrize("case", _ORACLE_CASES if FULL else ["rbf"])
-def test_translation_matches_scipy_sklearn(case):
-    from pykeops.torch import LazyTensor
-
+def test_translation_matches_scipy_sklearn(case, sweeps):
+    """The KeOps formula of the metric's prepared engine kernel (K @ I gives the dense matrix)."""
     entry = _oracles()[case]
     metric, params, oracle = entry if len(entry) == 3 else (case, *entry)
     X, Y, _, _ = _data(metric, torch.float64)
-    X, Y = (t.abs() + 0.1 for t in (X, Y)) if metric in POSITIVE else (X, Y)
-    f = _keops.TRANSLATIONS[metric](params, D)
-    x, y = (t if f.pre is None else f.pre(t) for t in (X, Y))
-    c = [LazyTensor(torch.tensor([v], dtype=torch.float64)) for v in f.consts]
-    K = f.fn(LazyTensor(x[:, None, :]), LazyTensor(y[None, :, :]), c)
-    dense = (K * LazyTensor(torch.eye(M, dtype=torch.float64)[None, :, :])).sum(1)
+    with tp.backend("keops", strict=True):
+        dense = tp.lazy(X, Y, metric, **params) @ torch.eye(M, dtype=torch.float64)
+    assert sweeps["n"] == 1, "the keops backend did not run"
     expected = torch.from_numpy(oracle(X.numpy(), Y.numpy()))
     torch.testing.assert_close(dense, expected, rtol=1e-9, atol=1e-12)
 
 
 # ---------------------------------------------------------------------------------------
-# Metrics without a metric-level formula: their prepared engine call (torchpair::_prepare)
+# Metrics whose preparation is more than the operands: the prepared engine call (torchpair::_prepare)
 # ---------------------------------------------------------------------------------------
 @pytest.mark.parametrize("metric,d", [("mahalanobis", 3), ("seuclidean", 20)])
 def test_prepared_engine_kernels_match_scipy(metric, d, sweeps):
@@ -577,3 +581,17 @@ def test_prepared_kernel_support_is_listed():
     assert {"mahalanobis", "seuclidean", "hellinger"} <= set(KEOPS_METRICS)
     assert tp.metric_info("mahalanobis")["keops"] is True
     assert tp.metric_info("braycurtis")["keops"] is False  # braycurtis_direct has no KeOps formula
+
+
+def test_translations_are_engine_kernels_only():
+    """The KeOps table is keyed by engine kernel ids (csrc/metrics/kernel_list.h), not metrics:
+    no metric-level table, and every translated kernel is one the engine defines."""
+    import pathlib
+    import re
+
+    header = pathlib.Path(__file__).resolve().parents[1] / "csrc" / "metrics" / "kernel_list.h"
+    kernel_ids = set(re.findall(r"^\s*_\((\w+),", header.read_text(), re.M))
+    assert "rbf_direct" in kernel_ids and "packed_dice" in kernel_ids  # the header parsed
+    assert set(_keops.KERNEL_TRANSLATIONS) <= kernel_ids
+    assert not hasattr(_keops, "TRANSLATIONS")
+    assert not set(_keops.KERNEL_TRANSLATIONS) & set(tp.metrics())

@@ -26,3 +26,31 @@ def test_every_operator_has_a_row():
     introspection = {"torchpair::_catalog", "torchpair::_build_info", "torchpair::_prepare"}
     missing = registered - covered - introspection
     assert not missing, f"operators without opcheck rows: {missing}"
+
+
+CORE_OPERATORS = ["_dense", "_dense_backward", "_matmul", "_matmul_backward", "_row_reduce", "_row_reduce_backward",
+                  "_topk", "_softmax_matmul", "_softmax_matmul_backward", "_paired", "_paired_backward", "_pdist",
+                  "_pdist_backward"]
+
+
+def test_core_operators_name_the_transposed_flag():
+    """K^T is `transposed` in every core operator that has the flag (docs/contracts.md)."""
+    with_flag = []
+    for name in CORE_OPERATORS:
+        args = [a.name for a in resolve("torchpair::" + name)._schema.arguments]
+        assert "transpose" not in args, name
+        if "transposed" in args:
+            with_flag.append(name)
+    assert sorted(with_flag) == sorted(n for n in CORE_OPERATORS if "paired" not in n and "pdist" not in n)
+
+
+def test_core_fake_kernels_take_the_schema_arguments():
+    """The fake kernels (Python) restate each core operator's arguments: same names, same order."""
+    import inspect
+
+    from torchpair import _meta
+
+    for name in CORE_OPERATORS:
+        schema = [a.name for a in resolve("torchpair::" + name)._schema.arguments]
+        fake = list(inspect.signature(getattr(_meta, name + "_fake")).parameters)
+        assert fake == schema, name

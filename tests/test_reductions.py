@@ -181,3 +181,57 @@ def test_count_and_weighted_logsumexp_compile_and_export():
     for out in (torch.compile(M(), fullgraph=True)(X, Y, w), torch.export.export(M(), (X, Y, w)).module()(X, Y, w)):
         torch.testing.assert_close(out[0], ref[0])
         torch.testing.assert_close(out[1], ref[1])
+
+
+# ---- merges of partial results (the distributed merge's native definitions) ---------------
+
+def test_logsumexp_merge_matches_torch():
+    g = torch.Generator().manual_seed(3)
+    parts = torch.randn(4, 7, 3, generator=g, dtype=torch.float64) * 50
+    parts[1, 2] = -float("inf")  # one empty partial
+    parts[:, 5] = -float("inf")  # a row empty on every rank
+    parts[2, 6, 1] = -1e6  # below exp's range relative to the others
+    want = torch.logsumexp(parts, 0)
+    torch.testing.assert_close(torch.ops.torchpair._logsumexp_merge(parts, 0), want, rtol=1e-12, atol=0)
+    # the same through a shared maximum (the replicated distributed merge): sums under m, added
+    m = parts.amax(0)
+    sums = torch.ops.torchpair._logsumexp_raise(parts, m).sum(0)
+    torch.testing.assert_close(torch.ops.torchpair._logsumexp_finalize(sums, m), want, rtol=1e-12, atol=0)
+
+
+def test_logsumexp_merge_gradients():
+    g = torch.Generator().manual_seed(4)
+    parts = torch.randn(3, 5, generator=g, dtype=torch.float64, requires_grad=True)
+    torch.autograd.gradcheck(lambda p: torch.ops.torchpair._logsumexp_merge(p, 0), (parts,))
+
+    def through_max(p):
+        m = p.detach().amax(0)
+        return torch.ops.torchpair._logsumexp_finalize(torch.ops.torchpair._logsumexp_raise(p, m).sum(0), m)
+
+    torch.autograd.gradcheck(through_max, (parts,))
+    want = torch.autograd.grad(torch.logsumexp(parts, 0).sum(), parts)[0]
+    got = torch.autograd.grad(through_max(parts).sum(), parts)[0]
+    torch.testing.assert_close(got, want)
+
+
+@pytest.mark.parametrize("largest", [False, True])
+@pytest.mark.parametrize("nan_first", [False, True])
+def test_merge_topk_matches_sorted_order(largest, nan_first):
+    g = torch.Generator().manual_seed(5)
+    values = torch.randint(0, 6, (4, 30), generator=g).double()  # many ties
+    values[0, 3] = values[2, 17] = values[2, 4] = float("nan")
+    indices = torch.randperm(30, generator=g).expand(4, 30).contiguous()  # candidates out of index order
+    got_v, got_i = torch.ops.torchpair._merge_topk(values, indices, 7, largest, nan_first)
+    for r in range(4):
+        # oracle: Python's sort on (NaN class, value, index)
+        items = [(v, i) for v, i in zip(values[r].tolist(), indices[r].tolist())]
+
+        def key(t):
+            v, i = t
+            nan = v != v
+            return (0 if nan == nan_first else 1, 0.0 if nan else (-v if largest else v), i)
+
+        best = sorted(items, key=key)[:7]
+        assert got_i[r].tolist() == [i for _, i in best]
+        torch.testing.assert_close(got_v[r], torch.tensor([v for v, _ in best], dtype=torch.float64),
+                                   equal_nan=True)

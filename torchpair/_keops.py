@@ -1,12 +1,14 @@
-"""The KeOps backend: the metric -> KeOps formula table and the consumers built on it.
+"""The KeOps backend: the engine kernel -> KeOps formula table and the consumers built on it.
 
-Every entry of :data:`TRANSLATIONS` turns a catalog metric (with its parameters) into a
-:class:`Formula`: an optional torch preprocessing of both operands (normalisation, centring,
-length scales; differentiable) and a function of two pykeops ``LazyTensor`` rows ``x`` and ``y``
-giving the scalar ``K(x, y)``. Scalar parameters enter as KeOps parameters (``Pm``), so one
-compiled formula serves every value of gamma, coef0, ... ; only structural values (integer
-exponents, matern's nu) change the formula. The consumers reduce that formula with pykeops
-(Sum, LogSumExp, ArgKMin) over the operand being reduced, and pykeops differentiates it.
+A call runs the catalog's own preparation (``torchpair::_prepare``, the step the native
+operators run: parameter defaults and checks, normalisation, centring, scaling, whitening;
+differentiable), and :data:`KERNEL_TRANSLATIONS` turns the prepared engine kernel (its id and
+resolved scalars) into a :class:`Formula`: a function of two pykeops ``LazyTensor`` rows of the
+prepared operands (and, for the GEMM-form kernels, their side features) giving ``K(x, y)``.
+No metric name or parameter default appears here. Scalars enter as KeOps parameters (``Pm``),
+so one compiled formula serves every value of gamma, coef0, ... ; only structural values
+(integer exponents, matern's nu) change the formula. The consumers reduce that formula with
+pykeops (Sum, LogSumExp, ArgKMin) over the operand being reduced, and pykeops differentiates it.
 
 Everything here is reached only inside ``tp.backend("keops")``; see torchpair/backends.py and
 docs/backends.md for when a call still runs natively.
@@ -31,17 +33,16 @@ class KeOpsFallbackWarning(UserWarning):
 
 
 # ---------------------------------------------------------------------------------------
-# The translation table (the one place that knows KeOps formulas)
+# The translation table: one KeOps formula per engine kernel (csrc/metrics/kernel_list.h)
 # ---------------------------------------------------------------------------------------
 @dataclasses.dataclass(frozen=True)
 class Formula:
-    #: K(x, y) from two LazyTensor rows of dimension D and the parameter LazyTensors in ``c``
+    #: K(x', y') from two LazyTensor rows of the prepared operands and the parameter
+    #: LazyTensors in ``c`` (with ``sides``: fn(x, y, c, a, b), a and b the side features)
     fn: Callable
     #: scalar parameters, passed to KeOps as parameters (one formula for every value)
     consts: tuple = ()
-    #: torch preprocessing applied to X and to Y before KeOps (differentiable), or None
-    pre: Optional[Callable[[torch.Tensor], torch.Tensor]] = None
-    #: fn takes the prepared side features too: fn(x, y, c, a, b) (engine-kernel translations)
+    #: fn takes the prepared side features of the GEMM-form kernels
     sides: bool = False
 
 
@@ -110,215 +111,139 @@ def _pow(base, exponent: float):
     return (1 - zero) * _powf(base + zero, exponent)  # log(1) = 0 there: finite, masked
 
 
-def _normalize_rows(t: torch.Tensor) -> torch.Tensor:
-    # x / |x|, a zero row stays zero (sklearn's normalize; the native cosine conventions)
-    n = torch.linalg.vector_norm(t, dim=-1, keepdim=True)
-    return t / torch.where(n > 0, n, torch.ones_like(n))
+# ---- the squared-distance kernels: value = h(d2) -------------------------------------
+# Each exists in two engine forms (csrc/catalog/prepare.cpp, distance_family): `*_direct`
+# on the operands, d2 = |x - y|^2, and `*_gemm` on prepared operands with side features,
+# d2 = max(a + b - 2 x'.y', 0). The GEMM form is translated as that form, not as |x' - y'|^2:
+# its operands need not be one transformation of x and y (mahalanobis prepares x VI and y,
+# with a = x VI x^T), and per pair it costs what the difference form costs (one multiply-add
+# per feature, plus two side-feature reads), so KeOps gives the native engine's numbers
+# (its GEMM rounding bound included) at no extra cost. Small D gets the direct kernels.
+def _direct_d2(x, y, a, b):
+    return _sqdist(x, y)
 
 
-def _center_normalize(t: torch.Tensor) -> torch.Tensor:
-    return _normalize_rows(t - t.mean(-1, keepdim=True))
+def _gemm_d2(x, y, a, b):
+    return (a + b - 2 * _dot(x, y)).relu()
 
 
-def _param(params, metric: str, name: str) -> float:
-    """A scalar parameter: the call's value, else the catalog's default."""
-    value = params.get(name)
-    return float(_catalog.info(metric).default(name) if value is None else value)
+def _h_euclidean(s):
+    return lambda d2, c: _sqrt0(d2), ()
 
 
-def _gamma(params, d, default=None):
-    g = params.get("gamma")
-    if g is None:
-        g = default if default is not None else (1.0 / d if d > 0 else 1.0)
-    return float(g)
+def _h_sqeuclidean(s):
+    return lambda d2, c: d2, ()
 
 
-def _t_euclidean(params, d):
-    return Formula(lambda x, y, c: _sqrt0(_sqdist(x, y)))
-
-
-def _t_sqeuclidean(params, d):
-    return Formula(lambda x, y, c: _sqdist(x, y))
-
-
-def _t_rbf(params, d):
-    return Formula(lambda x, y, c: (-c[0] * _sqdist(x, y)).exp(), (_gamma(params, d),))
-
-
-def _t_cityblock(params, d):
-    return Formula(lambda x, y, c: _l1(x, y))
-
-
-def _t_chebyshev(params, d):
-    return Formula(lambda x, y, c: (x - y).abs().max(-1))
-
-
-def _t_minkowski(params, d):
-    if params.get("w") is not None:  # the prepared engine call: p-kernels on w^(1/p)-scaled rows
-        return "minkowski with weights 'w' has no KeOps translation"
-    p = _param(params, "minkowski", "p")
-    if math.isinf(p):
-        return _t_chebyshev(params, d)
-    if p == 1:
-        return _t_cityblock(params, d)
-    if p == 2:
-        return _t_euclidean(params, d)
-
-    def fn(x, y, c):
-        s = _pow((x - y).abs(), p).sum(-1)
-        return (-s).ifelse(0 * s, _powf(s, 1.0 / p))  # derivative 0 at distance 0
-
-    return Formula(fn)
-
-
-def _t_cosine(params, d):
-    # max(1 - x^.y^, 0); a zero-norm row is at distance 1 from everything (sklearn)
-    return Formula(lambda x, y, c: (1 - _dot(x, y)).relu(), pre=_normalize_rows)
-
-
-def _t_correlation(params, d):
-    return Formula(lambda x, y, c: (1 - _dot(x, y)).relu(), pre=_center_normalize)
-
-
-def _t_linear(params, d):
-    return Formula(lambda x, y, c: _dot(x, y))
-
-
-def _t_polynomial(params, d):
-    degree = _param(params, "polynomial", "degree")
-    consts = (_gamma(params, d), _param(params, "polynomial", "coef0"))
-    if _int_power(degree) is not None:
-        return Formula(lambda x, y, c: _ipow(c[0] * _dot(x, y) + c[1], _int_power(degree)), consts)
-    # a fractional power of a negative base is NaN, as numpy's float power
-    return Formula(lambda x, y, c: _powf(c[0] * _dot(x, y) + c[1], degree), consts)
-
-
-def _t_sigmoid(params, d):
-    consts = (_gamma(params, d), _param(params, "sigmoid", "coef0"))
-    return Formula(lambda x, y, c: _tanh(c[0] * _dot(x, y) + c[1]), consts)
-
-
-def _t_cosine_similarity(params, d):
-    return Formula(lambda x, y, c: _dot(x, y), pre=_normalize_rows)
-
-
-def _t_laplacian(params, d):
-    return Formula(lambda x, y, c: (-c[0] * _l1(x, y)).exp(), (_gamma(params, d),))
-
-
-def _chi2_sum(x, y):
-    # sum_k (x_k - y_k)^2 / (x_k + y_k), a term with x_k + y_k = 0 is 0 (sklearn)
-    s = x + y
-    return (-s).ifelse(0 * s, (x - y) ** 2 / s).sum(-1)
-
-
-def _t_chi2(params, d):
-    return Formula(lambda x, y, c: (-c[0] * _chi2_sum(x, y)).exp(), (_gamma(params, d, default=_param({}, "chi2", "gamma")),))
-
-
-def _t_additive_chi2(params, d):
-    return Formula(lambda x, y, c: -_chi2_sum(x, y))
-
-
-def _scale_by(params, metric):
-    ls = params.get("length_scales")
-    if ls is None:
-        ls = _param(params, metric, "length_scale")
-    return (lambda t: t / ls.to(t.dtype)) if isinstance(ls, torch.Tensor) else (lambda t: t / ls)
+def _h_rbf(s):  # scalars [gamma]
+    return lambda d2, c: (-c[0] * d2).exp(), (s[0],)
 
 
 _SQRT3, _SQRT5 = math.sqrt(3.0), math.sqrt(5.0)
 
 
-def _t_matern(params, d):
-    nu = _param(params, "matern", "nu")
-    pre = _scale_by(params, "matern")
+def _h_matern(s):  # scalars [nu, 1 / length_scale^2]; nu selects the formula
+    nu = float(s[0])
     if nu == 0.5:
-        return Formula(lambda x, y, c: (-_sqrt0(_sqdist(x, y))).exp(), pre=pre)
+        return lambda d2, c: (-_sqrt0(c[0] * d2)).exp(), (s[1],)
     if nu == 1.5:
-        def fn(x, y, c):
-            r = c[0] * _sqrt0(_sqdist(x, y))
-            return (1 + r) * (-r).exp()
-        return Formula(fn, (_SQRT3,), pre=pre)
+        def h15(d2, c):
+            t = c[1] * _sqrt0(c[0] * d2)
+            return (1 + t) * (-t).exp()
+        return h15, (s[1], _SQRT3)
     if nu == 2.5:
-        def fn(x, y, c):
-            d2 = _sqdist(x, y)
-            r = c[0] * _sqrt0(d2)
-            return (1 + r + c[1] * d2) * (-r).exp()
-        return Formula(fn, (_SQRT5, 5.0 / 3.0), pre=pre)
+        def h25(d2, c):
+            r2 = c[0] * d2
+            t = c[1] * _sqrt0(r2)
+            return (1 + t + c[2] * r2) * (-t).exp()
+        return h25, (s[1], _SQRT5, 5.0 / 3.0)
     if math.isinf(nu):
-        return Formula(lambda x, y, c: (-0.5 * _sqdist(x, y)).exp(), pre=pre)
-    return f"matern with nu={nu} has no KeOps translation"
+        return lambda d2, c: (-0.5 * c[0] * d2).exp(), (s[1],)
+    return f"engine kernel matern with nu={nu} has no KeOps translation"
 
 
-def _t_rational_quadratic(params, d):
-    alpha = _param(params, "rational_quadratic", "alpha")
-    pre = _scale_by(params, "rational_quadratic")
-    # (1 + d^2 / (2 alpha))^(-alpha) on rows scaled by the length scale; base >= 1
-    return Formula(lambda x, y, c: _powf(1 + c[0] * _sqdist(x, y), -alpha), (1.0 / (2.0 * alpha),), pre=pre)
+def _h_rational_quadratic(s):  # scalars [alpha, 1 / length_scale^2]
+    alpha = float(s[0])
+    # (1 + d2 / (2 alpha length_scale^2))^(-alpha), base >= 1; alpha shapes the formula
+    return lambda d2, c: _powf(1 + c[0] * d2, -alpha), (float(s[1]) / (2.0 * alpha),)
 
 
-#: metric (canonical catalog name) -> translate(params, n_features) -> Formula, or a str
-#: saying why these parameters have no translation. Metrics missing here run natively.
-TRANSLATIONS: dict[str, Callable] = {
-    "euclidean": _t_euclidean,
-    "sqeuclidean": _t_sqeuclidean,
-    "rbf": _t_rbf,
-    "cityblock": _t_cityblock,
-    "chebyshev": _t_chebyshev,
-    "minkowski": _t_minkowski,
-    "cosine": _t_cosine,
-    "correlation": _t_correlation,
-    "linear": _t_linear,
-    "polynomial": _t_polynomial,
-    "sigmoid": _t_sigmoid,
-    "cosine_similarity": _t_cosine_similarity,
-    "laplacian": _t_laplacian,
-    # chi2 / additive_chi2 are not translated: KeOps' symbolic derivative of the 0/0 guard
-    # (IfElse with a scalar Zero branch against a D-vector) fails to build ("dimensions are not
-    # compatible for VectorizedScalarOp"), so they run natively (with the fallback warning).
-    "matern": _t_matern,
-    "rational_quadratic": _t_rational_quadratic,
-}
-
-# ---------------------------------------------------------------------------------------
-# Engine kernels: metrics without a metric-level translation run their *prepared* engine
-# call (torchpair::_prepare, the catalog's preparation: operands, side features a/b, kernel
-# id, resolved scalars) when KeOps can express the kernel. mahalanobis is euclidean_gemm on
-# x VI and y with the side features x VI x^T, y VI y^T; seuclidean and hellinger are the
-# euclidean kernels on scaled operands; minkowski with weights w the p-kernels on scaled ones.
-# ---------------------------------------------------------------------------------------
-def _gemm_d2(x, y, a, b):
-    # the GEMM form of the distance-based inner-product kernels: max(a + b - 2 x.y, 0)
-    return (a + b - 2 * _dot(x, y)).relu()
+def _h_exp_sine_squared(s):  # scalars [gamma, omega]
+    def h(d2, c):
+        t = (c[1] * _sqrt0(d2)).sin()
+        return (-c[0] * t * t).exp()
+    return h, (s[0], s[1])
 
 
-def _k_minkowski(scalars):
-    p = float(scalars[0])
+def _distance_kernel(h_of, gemm: bool):
+    def translate(scalars):
+        h = h_of(scalars)
+        if isinstance(h, str):
+            return h
+        fn, consts = h
+        d2 = _gemm_d2 if gemm else _direct_d2
+        if gemm:
+            return Formula(lambda x, y, c, a, b: fn(d2(x, y, a, b), c), consts, sides=True)
+        return Formula(lambda x, y, c: fn(d2(x, y, None, None), c), consts)
+    return translate
+
+
+# ---- the other kernels ------------------------------------------------------------------
+def _minkowski(s):  # scalars [p]
+    p = float(s[0])
 
     def fn(x, y, c):
-        s = _pow((x - y).abs(), p).sum(-1)
-        return (-s).ifelse(0 * s, _powf(s, 1.0 / p))
+        t = _pow((x - y).abs(), p).sum(-1)
+        return (-t).ifelse(0 * t, _powf(t, 1.0 / p))  # derivative 0 at distance 0
 
     return Formula(fn)
 
 
-#: engine kernel id -> translate(scalars) -> Formula (fn(x, y, c) on the prepared operands, or
-#: fn(x, y, c, a, b) with sides=True for the GEMM kernels, whose side features the prepare
-#: step computed)
+def _polynomial(s):  # scalars [gamma, coef0, degree]; the degree shapes the formula
+    degree = float(s[2])
+    n = _int_power(degree)
+    if n is not None:
+        return Formula(lambda x, y, c: _ipow(c[0] * _dot(x, y) + c[1], n), (s[0], s[1]))
+    # a fractional power of a negative base is NaN, as numpy's float power
+    return Formula(lambda x, y, c: _powf(c[0] * _dot(x, y) + c[1], degree), (s[0], s[1]))
+
+
+def _cosine_gemm(s):
+    # 1 - x.y a b, clamped to [0, 2]; a, b = 1 / |row| (0 for a zero row: distance 1)
+    return Formula(lambda x, y, c, a, b: 2 - (2 - (1 - _dot(x, y) * a * b).relu()).relu(), sides=True)
+
+
+#: engine kernel id -> translate(scalars) -> Formula, or a str saying why these scalars have
+#: no translation. The operands, side features and scalars are the prepare step's
+#: (torchpair::_prepare, the catalog's own preparation): metrics, parameter defaults, checks
+#: and operand transformations (normalisation, centring, scaling, whitening) never appear
+#: here. Kernels missing here run natively (with KeOpsFallbackWarning): chi2/additive_chi2,
+#: whose 0/0 guard (IfElse with a scalar Zero branch against a D-vector) KeOps cannot
+#: differentiate ("dimensions are not compatible for VectorizedScalarOp"); cosine_direct
+#: (explicit compute_mode only, which runs natively); the Boolean and remaining scipy kernels.
 KERNEL_TRANSLATIONS: dict[str, Callable] = {
-    "euclidean_direct": lambda s: Formula(lambda x, y, c: _sqrt0(_sqdist(x, y))),
-    "euclidean_gemm": lambda s: Formula(lambda x, y, c, a, b: _sqrt0(_gemm_d2(x, y, a, b)), sides=True),
-    "sqeuclidean_direct": lambda s: Formula(lambda x, y, c: _sqdist(x, y)),
-    "sqeuclidean_gemm": lambda s: Formula(lambda x, y, c, a, b: _gemm_d2(x, y, a, b), sides=True),
+    "euclidean_direct": _distance_kernel(_h_euclidean, gemm=False),
+    "euclidean_gemm": _distance_kernel(_h_euclidean, gemm=True),
+    "sqeuclidean_direct": _distance_kernel(_h_sqeuclidean, gemm=False),
+    "sqeuclidean_gemm": _distance_kernel(_h_sqeuclidean, gemm=True),
+    "rbf_direct": _distance_kernel(_h_rbf, gemm=False),
+    "rbf_gemm": _distance_kernel(_h_rbf, gemm=True),
+    "matern_direct": _distance_kernel(_h_matern, gemm=False),
+    "matern_gemm": _distance_kernel(_h_matern, gemm=True),
+    "rational_quadratic_direct": _distance_kernel(_h_rational_quadratic, gemm=False),
+    "rational_quadratic_gemm": _distance_kernel(_h_rational_quadratic, gemm=True),
+    "exp_sine_squared_direct": _distance_kernel(_h_exp_sine_squared, gemm=False),
+    "exp_sine_squared_gemm": _distance_kernel(_h_exp_sine_squared, gemm=True),
     "cityblock_direct": lambda s: Formula(lambda x, y, c: _l1(x, y)),
     "chebyshev_direct": lambda s: Formula(lambda x, y, c: (x - y).abs().max(-1)),
-    "minkowski_direct": _k_minkowski,
+    "minkowski_direct": _minkowski,
+    "laplacian_direct": lambda s: Formula(lambda x, y, c: (-c[0] * _l1(x, y)).exp(), (s[0],)),
+    # the inner-product kernels are one dot product per pair in either form
+    "linear_gemm": lambda s: Formula(lambda x, y, c: _dot(x, y)),
+    "polynomial_gemm": _polynomial,
+    "sigmoid_gemm": lambda s: Formula(lambda x, y, c: _tanh(c[0] * _dot(x, y) + c[1]), (s[0], s[1])),
+    "cosine_gemm": _cosine_gemm,
 }
-
-
-#: metrics whose inputs must be non-negative (checked here as the native operator does)
-_NON_NEGATIVE = ("chi2", "additive_chi2")
 
 
 def _prepared(X, Y, metric, params):
@@ -330,31 +255,31 @@ _PREPARED_SUPPORT: dict = {}
 
 
 def _prepared_support(name: str) -> bool:
-    """Whether a metric without a metric-level translation prepares into translatable kernels
-    (probed once per metric with its default parameters, on both engines: 2 and 17 features)."""
+    """Whether a metric prepares into translated engine kernels (probed once per metric with
+    its default parameters, on both engine forms: 2 and 17 features)."""
     if name not in _PREPARED_SUPPORT:
-        ok = not _catalog.info(name).is_boolean and not _catalog.info(name).is_sequence
+        info = _catalog.info(name)
+        ok = not info.is_boolean and not info.is_sequence
         g = torch.Generator().manual_seed(0)
         for d in (2, 17):
             if not ok:
                 break
             x = torch.rand(1, 5, d, generator=g, dtype=torch.float64) + 0.1
             try:
-                kernel = _prepared(x, x + 0.05, name, {})[4]
+                prepared = _prepared(x, x + 0.05, name, {})
             except (ValueError, TypeError, RuntimeError):
                 ok = False
                 break
-            ok = kernel in KERNEL_TRANSLATIONS
+            entry = KERNEL_TRANSLATIONS.get(prepared[4])
+            ok = entry is not None and not isinstance(entry(prepared[5]), str)
         _PREPARED_SUPPORT[name] = ok
     return _PREPARED_SUPPORT[name]
 
 
 def keops_metrics() -> list[str]:
-    """Canonical names of the metrics the KeOps backend runs: a metric-level translation
-    (:data:`TRANSLATIONS`, present in the catalog or not), or a preparation into engine kernels
-    it translates (:data:`KERNEL_TRANSLATIONS`)."""
-    names = list(TRANSLATIONS)
-    return names + [m for m in _catalog.metrics() if m not in TRANSLATIONS and _prepared_support(m)]
+    """Canonical names of the catalog metrics the KeOps backend runs: those whose prepared
+    engine call (default parameters) is a kernel of :data:`KERNEL_TRANSLATIONS`."""
+    return [m for m in _catalog.metrics() if _prepared_support(m)]
 
 
 # ---------------------------------------------------------------------------------------
@@ -418,13 +343,8 @@ def _plan(X, Y, metric, params, others=(), selection=False) -> Optional[_Plan]:
     if params.get("compute_mode") not in (None, "use_mm_for_euclid_dist_if_necessary"):
         return None  # an explicit engine choice (docs/contracts.md, compute_mode) runs the native kernels
     name = _canonical(metric)
-    entry = TRANSLATIONS.get(name)
-    if entry is None and not _prepared_support(name):
+    if not _prepared_support(name):
         return _decline(f"metric {name!r} (argument 'metric') has no KeOps translation", strict)
-    formula = entry(params, X.shape[-1]) if entry is not None else None
-    reason = None
-    if isinstance(formula, str):  # no metric-level formula for these parameters: try the prepared call
-        reason, formula = formula, None
     if X.dtype not in (torch.float32, torch.float64):
         return _decline(f"dtype {X.dtype} (argument 'X') is not run by the KeOps backend (float32/float64 only)",
                         strict)
@@ -438,10 +358,6 @@ def _plan(X, Y, metric, params, others=(), selection=False) -> Optional[_Plan]:
         return None
     if selection and not (torch.isfinite(X).all() and torch.isfinite(Yv).all()):
         return None  # NaN ranking (torch.topk / torch.min conventions) is native
-    if name in _NON_NEGATIVE and ((X < 0).any() or (Yv < 0).any()):
-        which = "x" if (X < 0).any() else "y"
-        raise ValueError(f"torchpair: metric {name!r} needs non-negative features, argument {which!r} has a "
-                         "negative value")
     tensor_params = {k: v for k, v in params.items() if isinstance(v, torch.Tensor)}
     if tensor_params:
         # the native operator checks tensor parameter values (shape, sign, finiteness) on one pair
@@ -449,12 +365,10 @@ def _plan(X, Y, metric, params, others=(), selection=False) -> Optional[_Plan]:
             torch.ops.torchpair.pairwise(X.detach()[..., :1, :], Yv.detach()[..., :1, :], metric,
                                          **{k: (v.detach() if isinstance(v, torch.Tensor) else v)
                                             for k, v in params.items()})
-    if formula is not None:
-        return _Plan(formula, X, Yv)
-    return _kernel_plan(X, Y, name, params, others, strict, reason)
+    return _kernel_plan(X, Y, name, params, others, strict)
 
 
-def _kernel_plan(X, Y, name, params, others, strict, reason=None) -> Optional[_Plan]:
+def _kernel_plan(X, Y, name, params, others, strict) -> Optional[_Plan]:
     """The plan of a metric through its prepared engine call (operands broadcast to the
     call's batch, flattened for torchpair::_prepare, and given the batch back)."""
     batch = _batch(X, Y, *(t if t.dim() >= 2 else t[:, None] for t in others if t is not None))
@@ -464,7 +378,7 @@ def _kernel_plan(X, Y, name, params, others, strict, reason=None) -> Optional[_P
     x2, y2, a, b, kernel, scalars = _prepared(xf, yf, name, params)
     entry = KERNEL_TRANSLATIONS.get(kernel)
     if entry is None:
-        return _decline(reason or f"metric {name!r} (argument 'metric') prepares engine kernel {kernel!r}, which has "
+        return _decline(f"metric {name!r} (argument 'metric') prepares engine kernel {kernel!r}, which has "
                         "no KeOps translation", strict)
     formula = entry(scalars)
     if isinstance(formula, str):
@@ -497,9 +411,7 @@ class _Sweep:
     def __init__(self, plan: _Plan, over: str, batch, V: Optional[torch.Tensor] = None):
         LT = _LazyTensor()
         f = plan.formula
-        X = plan.X if f.pre is None else f.pre(plan.X)
-        Y = X if (plan.Y is plan.X) else (plan.Y if f.pre is None else f.pre(plan.Y))
-        rows, cols = (X, Y) if over == "y" else (Y, X)
+        rows, cols = (plan.X, plan.Y) if over == "y" else (plan.Y, plan.X)
         self.batch = torch.Size(batch)
         self.n, self.m = rows.shape[-2], cols.shape[-2]
         self.rows = _flat(rows, batch, self.n)
@@ -725,7 +637,7 @@ class _KeOpsBackend:
 
     @staticmethod
     def supports(metric: str) -> bool:
-        return metric in TRANSLATIONS or (metric in _catalog.metrics() and _prepared_support(metric))
+        return metric in _catalog.metrics() and _prepared_support(metric)
 
 
 _backends.register_backend("keops", _KeOpsBackend(), on_enter=_require_pykeops)

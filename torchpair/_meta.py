@@ -41,9 +41,9 @@ def register_fake(qualname):
     return deco
 
 
-def _rows_cols(x, y, transpose):
+def _rows_cols(x, y, transposed):
     n, m = x.shape[1], y.shape[1]
-    return (m, n) if transpose else (n, m)
+    return (m, n) if transposed else (n, m)
 
 
 def _value_dtype(x, dtype):
@@ -62,47 +62,47 @@ def _grads(x, y, a, b, dtype):
 
 
 @register_fake("torchpair::_dense")
-def _dense_fake(x, y, a, b, kernel, scalars, symmetric, transpose, dtype=None):
+def _dense_fake(x, y, a, b, kernel, scalars, symmetric, transposed, dtype=None):
     torch._check(x.dim() == 3 and y.dim() == 3, lambda: "torchpair._dense: x and y must be 3-D")
-    rows, cols = _rows_cols(x, y, transpose)
+    rows, cols = _rows_cols(x, y, transposed)
     return x.new_empty((x.shape[0], rows, cols), dtype=_value_dtype(x, dtype))
 
 
 @register_fake("torchpair::_dense_backward")
-def _dense_backward_fake(grad, x, y, a, b, kernel, scalars, symmetric, transpose, dtype, output_mask):
+def _dense_backward_fake(grad, x, y, a, b, kernel, scalars, symmetric, transposed, dtype, output_mask):
     return _grads(x, y, a, b, dtype)
 
 
 @register_fake("torchpair::_matmul")
-def _matmul_fake(x, y, a, b, v, kernel, scalars, symmetric, transpose, dtype=None):
+def _matmul_fake(x, y, a, b, v, kernel, scalars, symmetric, transposed, dtype=None):
     torch._check(v.dim() == 3, lambda: "torchpair._matmul: v must be 3-D")
-    rows, _ = _rows_cols(x, y, transpose)
+    rows, _ = _rows_cols(x, y, transposed)
     return x.new_empty((x.shape[0], rows, v.shape[2]), dtype=_value_dtype(x, dtype))
 
 
 @register_fake("torchpair::_matmul_backward")
-def _matmul_backward_fake(grad, x, y, a, b, v, kernel, scalars, symmetric, transpose, dtype, output_mask):
+def _matmul_backward_fake(grad, x, y, a, b, v, kernel, scalars, symmetric, transposed, dtype, output_mask):
     return (*_grads(x, y, a, b, dtype), torch.empty_like(v))
 
 
 @register_fake("torchpair::_row_reduce")
-def _row_reduce_fake(x, y, a, b, reduction, kernel, scalars, symmetric, transpose, dtype=None, scale=1.0,
+def _row_reduce_fake(x, y, a, b, reduction, kernel, scalars, symmetric, transposed, dtype=None, scale=1.0,
                      weight=None, threshold=0.0):
-    rows, _ = _rows_cols(x, y, transpose)
+    rows, _ = _rows_cols(x, y, transposed)
     out_dtype = torch.int64 if reduction == "count" else _value_dtype(x, dtype)
     return x.new_empty((x.shape[0], rows), dtype=out_dtype)
 
 
 @register_fake("torchpair::_row_reduce_backward")
-def _row_reduce_backward_fake(grad, x, y, a, b, reduction, result, kernel, scalars, symmetric, transpose, dtype,
+def _row_reduce_backward_fake(grad, x, y, a, b, reduction, result, kernel, scalars, symmetric, transposed, dtype,
                               scale, weight, output_mask):
     dw = torch.empty_like(weight) if weight is not None else x.new_empty((0,), dtype=_value_dtype(x, dtype))
     return (*_grads(x, y, a, b, dtype), dw)
 
 
 @register_fake("torchpair::_topk")
-def _topk_fake(x, y, a, b, k, largest, nan_first, kernel, scalars, symmetric, transpose, dtype=None):
-    rows, cols = _rows_cols(x, y, transpose)
+def _topk_fake(x, y, a, b, k, largest, nan_first, kernel, scalars, symmetric, transposed, dtype=None):
+    rows, cols = _rows_cols(x, y, transposed)
     torch._check(0 <= k, lambda: "torchpair._topk: k must be >= 0")
     torch._check(k <= cols, lambda: "torchpair._topk: k must not exceed the number of columns")
     vd = _value_dtype(x, dtype)
@@ -110,14 +110,14 @@ def _topk_fake(x, y, a, b, k, largest, nan_first, kernel, scalars, symmetric, tr
 
 
 @register_fake("torchpair::_softmax_matmul")
-def _softmax_matmul_fake(x, y, a, b, v, kernel, scalars, symmetric, transpose, dtype=None):
-    rows, _ = _rows_cols(x, y, transpose)
+def _softmax_matmul_fake(x, y, a, b, v, kernel, scalars, symmetric, transposed, dtype=None):
+    rows, _ = _rows_cols(x, y, transposed)
     vd = _value_dtype(x, dtype)
     return x.new_empty((x.shape[0], rows, v.shape[2]), dtype=vd), x.new_empty((x.shape[0], rows), dtype=vd)
 
 
 @register_fake("torchpair::_softmax_matmul_backward")
-def _softmax_matmul_backward_fake(grad, x, y, a, b, v, out, lse, kernel, scalars, symmetric, transpose, dtype,
+def _softmax_matmul_backward_fake(grad, x, y, a, b, v, out, lse, kernel, scalars, symmetric, transposed, dtype,
                                   output_mask):
     return (*_grads(x, y, a, b, dtype), torch.empty_like(v))
 

@@ -503,34 +503,25 @@ class ShardedPairwise(PairwiseExpressionBase):
 
 
 def _merge_logsumexp(partial, mode, kept_sizes, group):
-    """log(sum_r exp(partial_r)) without overflow. Replicated result: m = max_r partial_r
-    (all-reduce, no gradient: the result does not depend on it), then m + log(sum_r
-    exp(partial_r - m)) (all-reduce). Row-scattered result: each rank receives its rows'
-    partials from every rank (all-to-all) and takes a local logsumexp over them."""
+    """log(sum_r exp(partial_r)) without overflow, through the native online-logsumexp
+    definition. Replicated result: m = max_r partial_r (all-reduce, no gradient: the result
+    does not depend on it), each rank's sum under m (all-reduce), then its logsumexp.
+    Row-scattered result: each rank receives its rows' partials from every rank (all-to-all)
+    and merges them locally."""
+    ops = torch.ops.torchpair
     if mode != "replicate":
         blocks = _AllToAllRows.apply(partial, kept_sizes, group)
-        return torch.logsumexp(blocks.reshape(_world(group), kept_sizes[_rank(group)], *partial.shape[1:]), 0)
+        return ops._logsumexp_merge(blocks.reshape(_world(group), kept_sizes[_rank(group)], *partial.shape[1:]), 0)
     m = _all_reduce(partial.detach(), group, dist.ReduceOp.MAX)
-    m = torch.where(torch.isfinite(m), m, torch.zeros_like(m))
-    s = _SumReplicated.apply(torch.exp(partial - m), group)
-    return m + torch.log(s)
+    s = _SumReplicated.apply(ops._logsumexp_raise(partial, m), group)
+    return ops._logsumexp_finalize(s, m)
 
 
 def _merge_topk(cand_v, cand_i, k, largest, nan):
-    """The k best of per-rank candidate lists (rank order, each best first), ties to the
-    lowest global index. nan="largest": NaN ranks above everything; "propagate" (k == 1): a
-    row with NaN gives its first NaN."""
-    if nan == "propagate":
-        is_nan = torch.isnan(cand_v)
-        # candidates are in rank order = global index order; argmin/argmax give the first
-        best = cand_v.argmax(-1) if largest else cand_v.argmin(-1)
-        pos = torch.where(is_nan.any(-1), is_nan.to(torch.int8).argmax(-1), best).unsqueeze(-1)
-    else:
-        by_index = torch.argsort(cand_i, dim=-1, stable=True)
-        v = torch.gather(cand_v.detach(), -1, by_index)
-        by_value = torch.sort(v, dim=-1, descending=largest, stable=True).indices
-        pos = torch.gather(by_index, -1, by_value)[..., :k]
-    return torch.gather(cand_v, -1, pos), torch.gather(cand_i, -1, pos)
+    """The k best of per-rank candidate lists, ties to the lowest global index, through the
+    native top-k ordering rule. nan="largest": NaN ranks above everything; "propagate"
+    (k == 1): a row with NaN gives its first NaN."""
+    return torch.ops.torchpair._merge_topk(cand_v, cand_i, k, largest, largest or nan == "propagate")
 
 
 # -- entry points -----------------------------------------------------------------------------

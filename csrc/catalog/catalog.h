@@ -4,8 +4,10 @@
 // torchpair::_catalog (JSON), so tp.metrics() and tp.metric_info() never disagree with
 // the native library.
 //
-// Adding a metric = one engine kernel definition (csrc/metrics/) + one row here with its
-// prepare function (csrc/catalog/prepare.cpp). No consumer code changes.
+// Adding a metric = one engine kernel definition (csrc/metrics/) + its line in
+// csrc/metrics/kernel_list.h + its prepare function and its row in the family's
+// csrc/catalog/prepare_<family>.cpp (each family file contributes its own rows; catalog.cpp
+// concatenates them). No consumer code changes.
 #include <ATen/ATen.h>
 
 #include <string>
@@ -59,26 +61,39 @@ struct ParamInfo {
   std::string default_json = "null";
 };
 
+// A metric's family: decides input dtypes (Boolean metrics take any bool/integer/floating
+// input, mixed between x and y; sequence metrics integer tokens) and the V dtype rules.
+enum class Family { kDistance, kKernel, kBoolean, kSequence };
+// The output dtype as a rule (tp.metric_info()["output_dtype"] names it).
+enum class OutputDtype {
+  kInput,             // "input": the operands' dtype
+  kFloat32OrFloat64,  // "float32_or_float64": float64 if an input is float64, else float32
+  kBool,              // "bool"
+  kInt64OrFloat64,    // "int64_or_float64": int64; float64 for normalized sequence distances
+  kFloat64,           // "float64"
+};
+// The names Python reads (the catalog JSON): "distance", "kernel", "boolean", "sequence"
+// and the rule names above.
+const char* family_name(Family family);
+const char* output_dtype_name(OutputDtype rule);
+
 struct MetricInfo {
   std::string name;
   std::vector<std::string> aliases;
-  std::string family;  // "distance", "kernel", "boolean", "sequence"
+  Family family;
   std::string kind;    // "distance" or "similarity"
   std::vector<ParamInfo> params;
   bool differentiable = true;
   std::string input;   // accepted input dtypes, in words
-  std::string output;  // output dtype, in words
+  std::string output;  // output dtype, in words (documentation; the rule is output_dtype)
   std::string doc;
   PrepareFn prepare = nullptr;
-  // The output dtype as a rule (machine-readable twin of `output`): "input" (the operands'),
-  // "float32_or_float64" (float64 if an input is float64, else float32), "bool",
-  // "int64_or_float64" (int64; float64 for normalized sequence distances), "float64".
-  std::string output_dtype = "input";
+  OutputDtype output_dtype = OutputDtype::kInput;  // the machine-readable twin of `output`
 };
 
 // The metrics of the engine (every row has a prepare function).
 const std::vector<MetricInfo>& all();
-// The token-sequence metrics (tp.seq; csrc/catalog/sequences.cpp): family "sequence", no
+// The token-sequence metrics (tp.seq; csrc/catalog/sequences.cpp): Family::kSequence, no
 // prepare function (integer recurrences, not engine kernels). `hamming` is also a Boolean
 // metric of all(); the public API tells them apart by the input (docs: tp.seq routing).
 const std::vector<MetricInfo>& sequence_metrics();

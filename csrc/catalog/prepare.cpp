@@ -410,6 +410,8 @@ const char* squared_kernel(const std::string& kernel) {
   return nullptr;
 }
 
+namespace {
+
 Prepared prepare_euclidean(const Inputs& in, const ComparisonOptions&) { return distance_family(in, kEuclideanKernels, {}); }
 
 Prepared prepare_sqeuclidean(const Inputs& in, const ComparisonOptions&) {
@@ -422,6 +424,19 @@ Prepared prepare_rbf(const Inputs& in, const ComparisonOptions& o) {
   // and K = 1 for any gamma; 1.0 keeps the default finite.
   const double gamma = float_param(o.gamma, d > 0 ? 1.0 / double(d) : 1.0, "gamma", in, "rbf", 0.0);
   return distance_family(in, kRbfKernels, {gamma});
+}
+
+}  // namespace
+
+std::vector<MetricInfo> squared_distance_rows() {
+  const char* f = "float32/float64";
+  const char* out = "input dtype";
+  return {
+      {"euclidean", {"l2"}, Family::kDistance, "distance", {}, true, f, out, "sqrt(sum_k (x_k - y_k)^2)",
+       &prepare_euclidean},
+      {"sqeuclidean", {}, Family::kDistance, "distance", {}, true, f, out, "sum_k (x_k - y_k)^2", &prepare_sqeuclidean},
+      {"rbf", {}, Family::kKernel, "similarity", {kGammaParam}, true, f, out, "exp(-gamma * |x - y|^2)", &prepare_rbf},
+  };
 }
 
 }  // namespace tp::catalog

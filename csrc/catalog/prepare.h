@@ -51,52 +51,22 @@ at::Tensor covariance_pinv(const at::Tensor& cov);
 // with y's when stack_y (scipy's cdist; pdist has x only).
 std::optional<Prepared> mahalanobis_native(const Inputs& in, const at::Tensor& VI_given, bool stack_y);
 
-Prepared prepare_euclidean(const Inputs& in, const ComparisonOptions& o);
-Prepared prepare_sqeuclidean(const Inputs& in, const ComparisonOptions& o);
-Prepared prepare_rbf(const Inputs& in, const ComparisonOptions& o);
+// ---- the catalog rows, one table per family --------------------------------------------
+// Each prepare*.cpp file defines its metrics' prepare functions (file-local) and returns their
+// catalog rows here; catalog.cpp concatenates the tables in this order (the order of
+// tp.metrics()). A metric that needs no new parameter or vocabulary is its kernel definition,
+// its kernel_list.h line, and its prepare function and row in its family's file.
+std::vector<MetricInfo> squared_distance_rows();  // prepare.cpp: euclidean, sqeuclidean, rbf
+std::vector<MetricInfo> kernel_rows();            // prepare_kernels.cpp: sklearn's kernels
+std::vector<MetricInfo> distance_rows();          // prepare_distances.cpp: scipy's numeric distances
+// Boolean family (prepare_boolean.cpp; bit-packed counts, equality counts): inputs of any
+// bool/integer/floating dtype (nonzero = True); operands are detached, so the results never
+// carry a gradient. Values are float32, float64 if an input is float64.
+std::vector<MetricInfo> boolean_rows();
 
-// ---- kernels (csrc/catalog/prepare_kernels.cpp) ----
-Prepared prepare_linear(const Inputs& in, const ComparisonOptions& o);
-Prepared prepare_cosine_similarity(const Inputs& in, const ComparisonOptions& o);
-Prepared prepare_polynomial(const Inputs& in, const ComparisonOptions& o);
-Prepared prepare_sigmoid(const Inputs& in, const ComparisonOptions& o);
-Prepared prepare_laplacian(const Inputs& in, const ComparisonOptions& o);
-Prepared prepare_chi2(const Inputs& in, const ComparisonOptions& o);
-Prepared prepare_additive_chi2(const Inputs& in, const ComparisonOptions& o);
-Prepared prepare_matern(const Inputs& in, const ComparisonOptions& o);
-Prepared prepare_rational_quadratic(const Inputs& in, const ComparisonOptions& o);
-Prepared prepare_exp_sine_squared(const Inputs& in, const ComparisonOptions& o);
-// ---- numeric distances (catalog/prepare_distances.cpp) ----
-Prepared prepare_cityblock(const Inputs& in, const ComparisonOptions& o);
-Prepared prepare_chebyshev(const Inputs& in, const ComparisonOptions& o);
-Prepared prepare_minkowski(const Inputs& in, const ComparisonOptions& o);
-Prepared prepare_seuclidean(const Inputs& in, const ComparisonOptions& o);
-Prepared prepare_mahalanobis(const Inputs& in, const ComparisonOptions& o);
-Prepared prepare_cosine(const Inputs& in, const ComparisonOptions& o);
-Prepared prepare_correlation(const Inputs& in, const ComparisonOptions& o);
-Prepared prepare_braycurtis(const Inputs& in, const ComparisonOptions& o);
-Prepared prepare_canberra(const Inputs& in, const ComparisonOptions& o);
-Prepared prepare_jensenshannon(const Inputs& in, const ComparisonOptions& o);
-Prepared prepare_haversine(const Inputs& in, const ComparisonOptions& o);
-Prepared prepare_nan_euclidean(const Inputs& in, const ComparisonOptions& o);
-Prepared prepare_hellinger(const Inputs& in, const ComparisonOptions& o);
-Prepared prepare_snr(const Inputs& in, const ComparisonOptions& o);
-// ---- Boolean family (bit-packed counts, equality counts); csrc/catalog/prepare_boolean.cpp --
-// Inputs of any bool/integer/floating dtype (nonzero = True); operands are detached, so the
-// results never carry a gradient. Values are float32, float64 if an input is float64.
-Prepared prepare_dice(const Inputs& in, const ComparisonOptions& o);
-Prepared prepare_jaccard(const Inputs& in, const ComparisonOptions& o);
-Prepared prepare_tanimoto(const Inputs& in, const ComparisonOptions& o);
-Prepared prepare_kulczynski1(const Inputs& in, const ComparisonOptions& o);
-Prepared prepare_rogerstanimoto(const Inputs& in, const ComparisonOptions& o);
-Prepared prepare_russellrao(const Inputs& in, const ComparisonOptions& o);
-Prepared prepare_sokalmichener(const Inputs& in, const ComparisonOptions& o);
-Prepared prepare_sokalsneath(const Inputs& in, const ComparisonOptions& o);
-Prepared prepare_yule(const Inputs& in, const ComparisonOptions& o);
-Prepared prepare_matching(const Inputs& in, const ComparisonOptions& o);
-// hamming / equal compare values (bool inputs without weights take the bit-packed path).
-Prepared prepare_hamming(const Inputs& in, const ComparisonOptions& o);
-Prepared prepare_equal(const Inputs& in, const ComparisonOptions& o);
+// sklearn's gamma (rbf and the sklearn kernels).
+inline const ParamInfo kGammaParam{"gamma", "float", "1 / n_features", "kernel width; must be finite and >= 0"};
+
 // x [B, n, D] -> [B, n, ceil(D / 64)] int64 words of the nonzero pattern (native on eager CPU
 // tensors, ATen ops otherwise: any device, traced graphs).
 at::Tensor pack_bits(const at::Tensor& x);

@@ -165,6 +165,8 @@ at::Tensor pack_bits(const at::Tensor& x) {
   return bytes.view(at::kLong);
 }
 
+namespace {
+
 Prepared prepare_dice(const Inputs& in, const ComparisonOptions&) { return packed(in, "dice"); }
 Prepared prepare_jaccard(const Inputs& in, const ComparisonOptions&) { return packed(in, "jaccard"); }
 Prepared prepare_tanimoto(const Inputs& in, const ComparisonOptions&) { return packed(in, "tanimoto"); }
@@ -186,6 +188,37 @@ Prepared prepare_hamming(const Inputs& in, const ComparisonOptions& o) {
 Prepared prepare_equal(const Inputs& in, const ComparisonOptions&) {
   if (both_bool(in)) return packed(in, "equal");
   return equality(in, "equal", std::nullopt, "equal");
+}
+
+}  // namespace
+
+// Not differentiable, any bool/integer/floating input.
+std::vector<MetricInfo> boolean_rows() {
+  const std::string bin = "bool, integer or floating (nonzero = True)";
+  const std::string bout = "float32 (float64 if an input is float64)";
+  const std::string values = "any bool, integer or floating dtype (values compared)";
+  std::vector<MetricInfo> rows;
+  auto boolean = [&](const char* name, const char* kind, const char* doc, PrepareFn fn,
+                     std::vector<ParamInfo> params = {}, const std::string& input = "",
+                     OutputDtype output = OutputDtype::kFloat32OrFloat64) {
+    rows.push_back({name, {}, Family::kBoolean, kind, std::move(params), false, input.empty() ? bin : input,
+                    output == OutputDtype::kBool ? "bool" : bout, doc, fn, output});
+  };
+  boolean("dice", "distance", "(TF + FT) / (2 TT + TF + FT)", &prepare_dice);
+  boolean("jaccard", "distance", "(TF + FT) / (TT + TF + FT)", &prepare_jaccard);
+  boolean("kulczynski1", "similarity", "TT / (TF + FT)", &prepare_kulczynski1);
+  boolean("rogerstanimoto", "distance", "R / (TT + FF + R), R = 2 (TF + FT)", &prepare_rogerstanimoto);
+  boolean("russellrao", "distance", "(D - TT) / D", &prepare_russellrao);
+  boolean("sokalmichener", "distance", "R / (TT + FF + R), R = 2 (TF + FT)", &prepare_sokalmichener);
+  boolean("sokalsneath", "distance", "R / (TT + R), R = 2 (TF + FT)", &prepare_sokalsneath);
+  boolean("yule", "distance", "2 TF FT / (TT FF + TF FT)", &prepare_yule);
+  boolean("tanimoto", "similarity", "TT / (TT + TF + FT) = 1 - jaccard", &prepare_tanimoto);
+  boolean("matching", "distance", "(TF + FT) / D (sklearn's name for Boolean hamming)", &prepare_matching);
+  const ParamInfo kWeights{"w", "tensor", "None (all 1)", "per-feature weights [D], finite and >= 0 (scipy's w)"};
+  boolean("hamming", "distance", "sum_k w_k [x_k != y_k] / sum_k w_k (values compared; NaN != NaN)", &prepare_hamming,
+          {kWeights}, values);
+  boolean("equal", "similarity", "all_k x_k == y_k (rows identical)", &prepare_equal, {}, values, OutputDtype::kBool);
+  return rows;
 }
 
 }  // namespace tp::catalog

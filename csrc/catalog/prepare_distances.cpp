@@ -91,8 +91,6 @@ at::Tensor safe_sqrt(const at::Tensor& x) {
   return at::where(zero, at::zeros_like(x), at::sqrt(at::where(zero, at::ones_like(x), x)));
 }
 
-}  // namespace
-
 Prepared prepare_cityblock(const Inputs& in, const ComparisonOptions&) {
   return operands(in, in.x, in.y, "cityblock_direct");
 }
@@ -223,6 +221,46 @@ Prepared prepare_snr(const Inputs& in, const ComparisonOptions&) {
   // var(x - y) / var(x) = |xc - yc|^2 / |xc|^2 on rows centred to mean 0.
   const Inputs c = transformed(in, [](const at::Tensor& t) { return t - t.mean(-1, /*keepdim=*/true); });
   return operands(c, c.x, c.y, "snr_direct");
+}
+
+}  // namespace
+
+// scipy's names and defaults.
+std::vector<MetricInfo> distance_rows() {
+  const ParamInfo kP{"p", "float", "2", "the order of the norm; >= 1, or inf", "2"};
+  const ParamInfo kW{"w", "tensor", "None (all 1)", "per-feature weights [n_features], >= 0, differentiable"};
+  const ParamInfo kV{"V", "tensor", "variances (ddof=1) of X's rows (Y None, pdist), of [X; Y] for two sets (scipy)",
+                     "per-feature variances [n_features], >= 0, differentiable"};
+  const ParamInfo kVI{"VI", "tensor",
+                      "pseudo-inverse of the covariance of X's rows (Y None, pdist), of [X; Y] for two sets",
+                      "inverse covariance [n_features, n_features], differentiable"};
+  const ParamInfo kBase{"base", "float", "e", "logarithm base; > 0 and != 1", "2.718281828459045"};
+  std::vector<MetricInfo> rows;
+  auto dist = [&](const char* name, std::vector<std::string> aliases, std::vector<ParamInfo> params, const char* input,
+                  const char* doc, PrepareFn fn) {
+    rows.push_back({name, std::move(aliases), Family::kDistance, "distance", std::move(params), true, input,
+                    "input dtype", doc, fn});
+  };
+  const char* fp = "float32/float64";
+  dist("cityblock", {"manhattan", "l1"}, {}, fp, "sum_k |x_k - y_k|", &prepare_cityblock);
+  dist("chebyshev", {"linf"}, {}, fp, "max_k |x_k - y_k|", &prepare_chebyshev);
+  dist("minkowski", {}, {kP, kW}, fp, "(sum_k w_k |x_k - y_k|^p)^(1/p)", &prepare_minkowski);
+  dist("seuclidean", {}, {kV}, fp, "sqrt(sum_k (x_k - y_k)^2 / V_k)", &prepare_seuclidean);
+  dist("mahalanobis", {}, {kVI}, fp, "sqrt((x - y) VI (x - y)^T)", &prepare_mahalanobis);
+  dist("cosine", {}, {}, fp, "1 - x.y / (|x| |y|)", &prepare_cosine);
+  dist("correlation", {}, {}, fp, "cosine distance of the rows centred to mean 0", &prepare_correlation);
+  dist("braycurtis", {}, {}, fp, "sum_k |x_k - y_k| / sum_k |x_k + y_k|", &prepare_braycurtis);
+  dist("canberra", {}, {}, fp, "sum_k |x_k - y_k| / (|x_k| + |y_k|)", &prepare_canberra);
+  dist("jensenshannon", {}, {kBase}, "float32/float64 (non-negative; rows are normalised to sum 1)",
+       "sqrt(JS divergence of the normalised rows / log(base))", &prepare_jensenshannon);
+  dist("haversine", {}, {}, "float32/float64 [..., 2] (latitude, longitude in radians)",
+       "great-circle distance on the unit sphere", &prepare_haversine);
+  dist("nan_euclidean", {}, {}, "float32/float64 (NaN marks a missing value)",
+       "sqrt(D / present * sum over present coordinates (x_k - y_k)^2)", &prepare_nan_euclidean);
+  dist("hellinger", {}, {}, "float32/float64 (non-negative)", "sqrt(sum_k (sqrt(x_k) - sqrt(y_k))^2 / 2)",
+       &prepare_hellinger);
+  dist("snr", {}, {}, fp, "var(x - y) / var(x) (signal-to-noise ratio distance)", &prepare_snr);
+  return rows;
 }
 
 }  // namespace tp::catalog

@@ -122,8 +122,6 @@ at::Tensor positive_hyperparameter(const std::optional<at::Tensor>& tensor, cons
   return t.to(in.x.scalar_type());
 }
 
-}  // namespace
-
 Prepared prepare_linear(const Inputs& in, const ComparisonOptions&) {
   return direct_call(in, "linear_gemm", {});
 }
@@ -215,6 +213,52 @@ Prepared prepare_exp_sine_squared(const Inputs& in, const ComparisonOptions& o) 
   p.a = (at::reciprocal(ls.square()) * 2.0).expand_symint({in.x.sym_size(0), in.x.sym_size(1)}).contiguous();
   p.b = vv.squeeze(-1);
   return p;
+}
+
+}  // namespace
+
+// sklearn's names and defaults.
+std::vector<MetricInfo> kernel_rows() {
+  const ParamInfo coef0{"coef0", "float", "1", "additive constant; must be finite", "1"};
+  const ParamInfo chi2_gamma{"gamma", "float", "1", "kernel width; must be finite and >= 0", "1"};
+  const ParamInfo length_scale{"length_scale", "float", "1", "one length scale for all features; finite, > 0", "1"};
+  const ParamInfo length_scales{"length_scales", "tensor", "none",
+                                "one length scale per feature ([D]; Python: an array length_scale), > 0; "
+                                "differentiable"};
+  const char* f = "float32/float64";
+  const char* out = "input dtype";
+  std::vector<MetricInfo> rows;
+  auto kernel = [&](const char* name, std::vector<std::string> aliases, std::vector<ParamInfo> params, const char* doc,
+                    PrepareFn fn) {
+    rows.push_back({name, std::move(aliases), Family::kKernel, "similarity", std::move(params), true, f, out, doc, fn});
+  };
+  kernel("linear", {}, {}, "x . y", &prepare_linear);
+  kernel("polynomial", {"poly"},
+         {{"degree", "float", "3", "exponent; finite, >= 1 (integers are exact for negative bases)", "3"}, kGammaParam,
+          coef0},
+         "(gamma * x . y + coef0)^degree", &prepare_polynomial);
+  kernel("sigmoid", {}, {kGammaParam, coef0}, "tanh(gamma * x . y + coef0)", &prepare_sigmoid);
+  kernel("cosine_similarity", {}, {}, "x . y / (|x| |y|); 0 for a row of norm 0 (sklearn)", &prepare_cosine_similarity);
+  kernel("laplacian", {}, {kGammaParam}, "exp(-gamma * sum_k |x_k - y_k|)", &prepare_laplacian);
+  kernel("chi2", {}, {chi2_gamma},
+         "exp(-gamma * sum_k (x_k - y_k)^2 / (x_k + y_k)); terms with x_k + y_k = 0 are 0; features >= 0",
+         &prepare_chi2);
+  kernel("additive_chi2", {}, {}, "-sum_k (x_k - y_k)^2 / (x_k + y_k); terms with x_k + y_k = 0 are 0; features >= 0",
+         &prepare_additive_chi2);
+  kernel("matern", {}, {{"nu", "float", "1.5", "smoothness: 0.5, 1.5, 2.5 or inf", "1.5"}, length_scale, length_scales},
+         "sklearn.gaussian_process.kernels.Matern(length_scale, nu)", &prepare_matern);
+  kernel("rational_quadratic", {},
+         {{"alpha", "float", "1", "scale mixture parameter; finite, > 0", "1"}, length_scale},
+         "(1 + |x - y|^2 / (2 alpha length_scale^2))^(-alpha) (sklearn RationalQuadratic)",
+         &prepare_rational_quadratic);
+  kernel("exp_sine_squared", {},
+         {{"length_scale", "float", "1", "finite, > 0 (a 0-d tensor: differentiable)"},
+          {"periodicity", "float", "1", "finite, > 0 (a 0-d tensor: differentiable)"},
+          {"length_scales", "tensor", "none", "length_scale as a 0-d tensor (Python: length_scale=tensor)"},
+          {"periodicities", "tensor", "none", "periodicity as a 0-d tensor (Python: periodicity=tensor)"}},
+         "exp(-2 sin^2(pi |x - y| / periodicity) / length_scale^2) (sklearn ExpSineSquared)",
+         &prepare_exp_sine_squared);
+  return rows;
 }
 
 }  // namespace tp::catalog

@@ -28,9 +28,9 @@ std::vector<SequenceRow> build() {
   const ParamInfo prefix_weight{"prefix_weight", "float", "0.1", "weight of the common prefix, in [0, 1]", "0.1"};
   auto row = [&](const char* name, seq::Metric metric, std::vector<ParamInfo> params, int64_t scalars,
                  const char* doc, bool floating = false) {
-    MetricInfo info{name, {}, "sequence", "distance", std::move(params), false, input,
+    MetricInfo info{name, {}, Family::kSequence, "distance", std::move(params), false, input,
                     floating ? "float64" : raw, doc, nullptr};
-    info.output_dtype = floating ? "float64" : "int64_or_float64";
+    info.output_dtype = floating ? OutputDtype::kFloat64 : OutputDtype::kInt64OrFloat64;
     return SequenceRow{std::move(info), metric, scalars};
   };
   using M = seq::Metric;

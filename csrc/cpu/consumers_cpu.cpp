@@ -8,6 +8,11 @@
 // sweep.h (through sources.h) must come first: it opens the inline capability namespace.
 #include "cpu/consumers.h"
 #include "cpu/small_product.h"
+#include "cpu/tile_ops.h"
+#include "reductions/logsumexp.h"
+#include "reductions/softmax.h"
+#include "reductions/sum.h"
+#include "reductions/topk.h"
 
 #include <algorithm>
 #include <cmath>
@@ -119,69 +124,7 @@ Grads5 matmul_backward_impl(const at::Tensor& grad_in, const Request& req, const
   return {g[0], g[1], g[2], g[3], dv};
 }
 
-// ---- row reductions: sum and logsumexp ------------------------------------------------
-
-// Online logsumexp state of one row: shift m (the running maximum, 0 while it is not
-// finite, as torch.logsumexp does) and s = sum exp(K - m).
-template <typename T>
-struct LseState {
-  T max = -std::numeric_limits<T>::infinity();
-  T sum = 0;
-  T shift() const { return std::isfinite(max) ? max : T(0); }
-};
-
-// Moves a state to a new (larger) maximum before a tile is folded: rescales its sum (and
-// returns the factor, for accumulators that scale with it).
-template <typename T>
-inline T lse_raise(LseState<T>& st, T tile_max) {
-  const T old_shift = st.shift();
-  const bool empty = !std::isfinite(st.max);  // nothing folded yet: the sum is 0
-  st.max = math::maximum(st.max, tile_max);
-  // an empty state's shift is 0, so exp(0 - shift) overflows to inf for a first tile whose
-  // maximum is below about -709 (double) or -88 (float), and 0 * inf is NaN: its factor is 0
-  const T factor = empty ? T(0) : std::exp(old_shift - st.shift());
-  st.sum *= factor;
-  return factor;
-}
-
-// NaN-propagating maximum of row[0, nc) (-inf when nc = 0).
-template <typename T>
-inline T row_max(const T* row, int64_t nc) {
-  using V = Vec<T>;
-  constexpr int64_t L = V::size();
-  const V ninf(-std::numeric_limits<T>::infinity());
-  V vmax = ninf;
-  for (int64_t c = 0; c < nc; c += L) {
-    const int64_t count = std::min<int64_t>(L, nc - c);
-    const V t = V::loadu(row + c, count);
-    vmax = at::vec::maximum(vmax, count == L ? t : V::blendv(ninf, t, lane_mask<T>(count)));
-  }
-  alignas(64) T lanes[V::size()];
-  vmax.store(lanes);
-  T m = -std::numeric_limits<T>::infinity();
-  for (int64_t i = 0; i < L; ++i) m = math::maximum(m, lanes[i]);
-  return m;
-}
-
-// Folds one tile row into an online logsumexp state; row[0, nc) is overwritten with
-// exp(row - shift) (softmax reuses them). Returns the factor the earlier sum was rescaled
-// by, for accumulators that scale with it.
-template <typename T>
-inline T lse_fold(LseState<T>& st, T* row, int64_t nc) {
-  using V = Vec<T>;
-  constexpr int64_t L = V::size();
-  const T factor = lse_raise(st, row_max(row, nc));
-  V sum(T(0));
-  const V shift(st.shift());
-  for (int64_t c = 0; c < nc; c += L) {
-    const int64_t count = std::min<int64_t>(L, nc - c);
-    const V e = math::exp(V::loadu(row + c, count) - shift);
-    e.store(row + c, count);
-    sum = sum + (count == L ? e : V::blendv(V(T(0)), e, lane_mask<T>(count)));
-  }
-  st.sum += hsum(sum);
-  return factor;
-}
+// ---- row reductions: sum, count and logsumexp (reductions/) ----------------------------
 
 // The tile row a logsumexp folds: scale * K_rc + weight_c (weight: log-weights of the
 // columns, or null), in place.
@@ -199,24 +142,12 @@ inline void lse_argument(T* row, int64_t nc, T scale, const T* weight) {
   }
 }
 
-// #{c : row[c] <= threshold} (NaN never counts).
-template <typename T>
-inline int64_t count_at_most(const T* row, int64_t nc, T threshold) {
-  using V = Vec<T>;
-  constexpr int64_t L = V::size();
-  const V t(threshold);
-  int64_t n = 0;
-  int64_t c = 0;
-  for (; c + L <= nc; c += L) {
-    const int zero = (V::loadu(row + c) <= t).zero_mask();  // bit i set: lane i failed
-    n += L - __builtin_popcountll(static_cast<unsigned long long>(static_cast<unsigned>(zero)));
-  }
-  for (; c < nc; ++c) n += row[c] <= threshold;
-  return n;
-}
-
+// One state per row of the block: the reduction's definition folds each tile row.
 template <typename T>
 at::Tensor row_reduce_impl(const Request& req, const RowReduce& reduction) {
+  using reductions::Count;
+  using reductions::LogSumExp;
+  using reductions::Sum;
   const int64_t B = req.batch(), rows = req.rows(), cols = req.cols();
   const bool lse = reduction.kind == RowReduction::kLogSumExp;
   const bool count = reduction.kind == RowReduction::kCount;
@@ -227,34 +158,36 @@ at::Tensor row_reduce_impl(const Request& req, const RowReduce& reduction) {
   auto src = make_sources<T>(req, req.spec.transposed);
   T* o = count ? nullptr : out.data_ptr<T>();
   int64_t* on = count ? out.data_ptr<int64_t>() : nullptr;
-  const T scale = T(reduction.scale), threshold = T(reduction.threshold);
+  const T scale = T(reduction.scale);
   const at::Tensor weight = reduction.weight.defined() ? reduction.weight.contiguous() : at::Tensor();
   const T* wp = weight.defined() ? weight.data_ptr<T>() : nullptr;
   for_each_row_block<T>(src, [&](int64_t b, const TileSource<T>& s, int64_t r0, int64_t nr) {
-    using V = Vec<T>;
-    constexpr int64_t L = V::size();
     const int64_t ld = s.col_block();
     T* tile = scratch<T>(0, s.row_block() * ld);
-    std::vector<LseState<T>> state(lse ? nr : 0);
+    std::vector<LogSumExp<T>> lse_rows(lse ? nr : 0, LogSumExp<T>::empty(T(0)));
+    std::vector<Sum<T>> sum_rows(!lse && !count ? nr : 0, Sum<T>::empty(T(0)));
+    std::vector<Count<int64_t>> count_rows(count ? nr : 0, Count<int64_t>{0, reduction.threshold});
     for_each_col_block<T>(s, [&](int64_t c0, int64_t nc) {
       s.produce(r0, nr, c0, nc, tile, ld);
       const T* wb = wp ? wp + b * cols + c0 : nullptr;
       for (int64_t r = 0; r < nr; ++r) {
-        T* t = tile + r * ld;
+        Row<T> row{tile + r * ld, nc};
         if (lse) {
-          lse_argument(t, nc, scale, wb);
-          lse_fold(state[r], t, nc);
+          lse_argument(row.p, nc, scale, wb);
+          lse_rows[r].fold(row);
         } else if (count) {
-          on[b * rows + r0 + r] += count_at_most(t, nc, threshold);
+          count_rows[r].fold(row);
         } else {
-          V sum(T(0));
-          for (int64_t c = 0; c < nc; c += L) sum = sum + V::loadu(t + c, std::min<int64_t>(L, nc - c));
-          o[b * rows + r0 + r] += hsum(sum);
+          sum_rows[r].fold(row);
         }
       }
     });
-    if (lse)
-      for (int64_t r = 0; r < nr; ++r) o[b * rows + r0 + r] = std::log(state[r].sum) + state[r].shift();
+    for (int64_t r = 0; r < nr; ++r) {
+      if (count)
+        on[b * rows + r0 + r] = count_rows[r].finalize();
+      else
+        o[b * rows + r0 + r] = lse ? lse_rows[r].finalize() : sum_rows[r].finalize();
+    }
   });
   return out;
 }
@@ -279,15 +212,33 @@ Grads5 row_reduce_backward_impl(const at::Tensor& grad_in, const Request& req, c
         NoExtra{});
     return {g[0], g[1], g[2], g[3], at::Tensor()};
   }
-  // logsumexp: with p_rc = exp(scale K_rc + w_c - lse_r) (0 on rows whose lse is -inf),
-  // dL/dK_rc = grad_r scale p_rc and dL/dw_c = sum_r grad_r p_rc.
+  // logsumexp of scale K_rc + w_c (reductions/softmax.h): dL/dK_rc = grad_r scale p_rc and
+  // dL/dw_c = sum_r grad_r p_rc. In the transposed sweep (own = false) the operator's rows
+  // are the tile's columns.
   const T scale = T(reduction.scale);
   const at::Tensor weight = reduction.weight.defined() ? reduction.weight.contiguous() : at::Tensor();
   const T* wp = weight.defined() ? weight.data_ptr<T>() : nullptr;
-  auto prob = [&](int64_t b, int64_t r, int64_t c, T k) {
-    const T l = res[b * rows + r];
-    if (l == -std::numeric_limits<T>::infinity()) return T(0);
-    return std::exp(scale * k + (wp ? wp[b * cols + c] : T(0)) - l);
+  using V = Vec<T>;
+  constexpr int64_t L = V::size();
+  // per-tile-row (lse, grad, weight) and per-column vectors, in the sweep's orientation
+  struct Side {
+    const T *lse, *grad, *w;
+  };
+  auto sides = [&](int64_t b, bool own, int64_t r0, int64_t c0, Side& row, Side& col) {
+    const T* l = res + b * rows;
+    const T* gb = gp + b * rows;
+    const T* wb = wp ? wp + b * cols : nullptr;
+    row = own ? Side{l + r0, gb + r0, nullptr} : Side{nullptr, nullptr, wb ? wb + r0 : nullptr};
+    col = own ? Side{nullptr, nullptr, wb ? wb + c0 : nullptr} : Side{l + c0, gb + c0, nullptr};
+  };
+  // p and grad (as vectors) of row r, columns [c, c + count) of a tile holding K
+  auto weights = [&](const Side& row, const Side& col, int64_t r, int64_t c, int64_t count, const T* k, V& p, V& g) {
+    V arg = V::loadu(k + c, count) * V(scale);
+    if (row.w) arg = arg + V(row.w[r]);
+    if (col.w) arg = arg + V::loadu(col.w + c, count);
+    const V l = row.lse ? V(row.lse[r]) : V::loadu(col.lse + c, count);
+    g = row.grad ? V(row.grad[r]) : V::loadu(col.grad + c, count);
+    p = reductions::softmax_weight(arg, l);
   };
   at::Tensor dw;
   auto g = backward<T>(
@@ -295,46 +246,43 @@ Grads5 row_reduce_backward_impl(const at::Tensor& grad_in, const Request& req, c
       [&](const TileSource<T>& s, int64_t b, bool transposed, int64_t r0, int64_t nr, int64_t c0, int64_t nc, T* buf,
           int64_t ld) {
         s.produce(r0, nr, c0, nc, buf, ld);
-        const T* gb = gp + b * rows;
-        const bool own = transposed == req.spec.transposed;
+        Side row, col;
+        sides(b, transposed == req.spec.transposed, r0, c0, row, col);
         for (int64_t r = 0; r < nr; ++r)
-          for (int64_t c = 0; c < nc; ++c) {
-            const int64_t i = own ? r0 + r : c0 + c, j = own ? c0 + c : r0 + r;
-            buf[r * ld + c] = gb[i] * scale * prob(b, i, j, buf[r * ld + c]);
+          for (int64_t c = 0; c < nc; c += L) {
+            const int64_t count = std::min<int64_t>(L, nc - c);
+            V p, gr;
+            weights(row, col, r, c, count, buf + r * ld, p, gr);
+            (gr * V(scale) * p).store(buf + r * ld + c, count);
           }
       },
       // dw_c += sum_r grad_r p_rc; the transposed sweep's rows are the operator's columns
       [&](int64_t b, bool transposed, int64_t r0, int64_t nr, int64_t c0, int64_t nc, const T* values, int64_t ldv,
           T* dextra) {
-        const T* gb = gp + b * rows;
         const bool own = transposed == req.spec.transposed;
-        for (int64_t r = 0; r < nr; ++r)
-          for (int64_t c = 0; c < nc; ++c) {
-            const int64_t i = own ? r0 + r : c0 + c, j = own ? c0 + c : r0 + r;
-            (own ? dextra[c] : dextra[r]) += gb[i] * prob(b, i, j, values[r * ldv + c]);
+        Side row, col;
+        sides(b, own, r0, c0, row, col);
+        for (int64_t r = 0; r < nr; ++r) {
+          V acc(T(0));
+          for (int64_t c = 0; c < nc; c += L) {
+            const int64_t count = std::min<int64_t>(L, nc - c);
+            V p, gr;
+            weights(row, col, r, c, count, values + r * ldv, p, gr);
+            const V term = V::blendv(V(T(0)), gr * p, lane_mask<T>(count));
+            if (own)
+              (V::loadu(dextra + c, count) + term).store(dextra + c, count);
+            else
+              acc = acc + term;
           }
+          if (!own) dextra[r] += hsum(acc);
+        }
       });
   return {g[0], g[1], g[2], g[3], dw.defined() ? dw.squeeze(-1) : dw};
 }
 
 // ---- top-k (min / max / argmin / argmax are k = 1) ------------------------------------
 
-// Orders candidates (value, column): better() is true when a ranks before b. Ties go to the
-// lower column. NaN ranks first when nan_first (torch.min/max propagate it, torch.topk with
-// largest=True puts it first), last otherwise (torch.topk with largest=False).
-template <typename T>
-struct TopkOrder {
-  bool largest, nan_first;
-  bool better(T a, int64_t ia, T b, int64_t ib) const {
-    const bool an = std::isnan(a), bn = std::isnan(b);
-    if (an || bn) {
-      if (an && bn) return ia < ib;
-      return an ? nan_first : !nan_first;
-    }
-    if (a != b) return largest ? a > b : a < b;
-    return ia < ib;
-  }
-};
+using reductions::TopkOrder;
 
 // A bounded heap of the k best candidates of one row: the root is the worst kept one.
 template <typename T>
@@ -455,7 +403,7 @@ std::tuple<at::Tensor, at::Tensor> softmax_matmul_impl(const Request& req, const
   for_each_row_block<T>(src, [&](int64_t b, const TileSource<T>& s, int64_t r0, int64_t nr) {
     const int64_t ld = s.col_block();
     T* tile = scratch<T>(0, s.row_block() * ld);
-    std::vector<LseState<T>> state(nr);
+    std::vector<reductions::LogSumExp<T>> state(nr, reductions::LogSumExp<T>::empty(T(0)));
     T* acc = o + (b * rows + r0) * C;
     const T* vb = vp + b * cols * C;
     std::optional<SmallRowDot<T>> dot;
@@ -463,7 +411,8 @@ std::tuple<at::Tensor, at::Tensor> softmax_matmul_impl(const Request& req, const
     for_each_col_block<T>(s, [&](int64_t c0, int64_t nc) {
       s.produce(r0, nr, c0, nc, tile, ld);
       for (int64_t r = 0; r < nr; ++r) {
-        const T factor = lse_fold(state[r], tile + r * ld, nc);  // tile row := exp(K - shift)
+        Row<T> row{tile + r * ld, nc};
+        const T factor = state[r].fold(row);  // tile row := exp(K - shift)
         if (factor == T(1)) continue;
         if (small)
           dot->scale_row(r, factor);
@@ -479,7 +428,7 @@ std::tuple<at::Tensor, at::Tensor> softmax_matmul_impl(const Request& req, const
     for (int64_t r = 0; r < nr; ++r) {
       const T sum = state[r].sum;
       for (int64_t j = 0; j < C; ++j) acc[r * C + j] /= sum;
-      lo[b * rows + r0 + r] = std::log(sum) + state[r].shift();
+      lo[b * rows + r0 + r] = state[r].finalize();
     }
   });
   return {out, lse};
@@ -497,9 +446,12 @@ Grads5 softmax_matmul_backward_impl(const at::Tensor& grad_in, const Request& re
   const T* dp = delta.data_ptr<T>();
   (void)B;
   const ColumnProduct<T> product(grad, v);
-  auto prob = [&](int64_t b, int64_t i, T k) {
-    const T l = lp[b * rows + i];
-    return l == -std::numeric_limits<T>::infinity() ? T(0) : std::exp(k - l);
+  using V = Vec<T>;
+  constexpr int64_t L = V::size();
+  // softmax weights of a tile row (reductions/softmax.h): lse (and delta) per tile row in
+  // the operator's orientation (own), per tile column in the transposed sweep
+  auto lse_at = [&](const T* base, bool own, int64_t r, int64_t c, int64_t count) {
+    return own ? V(base[r]) : V::loadu(base + c, count);
   };
   at::Tensor dv;
   auto g = backward<T>(
@@ -511,10 +463,14 @@ Grads5 softmax_matmul_backward_impl(const at::Tensor& grad_in, const Request& re
         T* gv = scratch<T>(4, nr * ld);
         product.grad_k(b, own, r0, nr, c0, nc, gv, ld);
         s.produce(r0, nr, c0, nc, buf, ld);
+        const T* lb = lp + b * rows + (own ? r0 : c0);
+        const T* db = dp + b * rows + (own ? r0 : c0);
         for (int64_t r = 0; r < nr; ++r)
-          for (int64_t c = 0; c < nc; ++c) {
-            const int64_t i = own ? r0 + r : c0 + c;
-            buf[r * ld + c] = prob(b, i, buf[r * ld + c]) * (gv[r * ld + c] - dp[b * rows + i]);
+          for (int64_t c = 0; c < nc; c += L) {
+            const int64_t count = std::min<int64_t>(L, nc - c);
+            reductions::softmax_product_grad(V::loadu(buf + r * ld + c, count), lse_at(lb, own, r, c, count),
+                                             V::loadu(gv + r * ld + c, count), lse_at(db, own, r, c, count))
+                .store(buf + r * ld + c, count);
           }
       },
       // dV_c += sum_r p_rc grad_r
@@ -522,8 +478,13 @@ Grads5 softmax_matmul_backward_impl(const at::Tensor& grad_in, const Request& re
           T* dextra) {
         const bool own = transposed == req.spec.transposed;
         T* p = scratch<T>(5, nr * ldv);
+        const T* lb = lp + b * rows + (own ? r0 : c0);
         for (int64_t r = 0; r < nr; ++r)
-          for (int64_t c = 0; c < nc; ++c) p[r * ldv + c] = prob(b, own ? r0 + r : c0 + c, values[r * ldv + c]);
+          for (int64_t c = 0; c < nc; c += L) {
+            const int64_t count = std::min<int64_t>(L, nc - c);
+            reductions::softmax_weight(V::loadu(values + r * ldv + c, count), lse_at(lb, own, r, c, count))
+                .store(p + r * ldv + c, count);
+          }
         product.grad_v(b, own, r0, nr, c0, nc, p, ldv, dextra);
       });
   return {g[0], g[1], g[2], g[3], dv};

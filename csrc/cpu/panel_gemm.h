@@ -8,7 +8,7 @@
 // packed panel is the whole product: no k blocking, no packing of A.
 //
 // Layout: the column operand B [n x k] is packed once into panels of P columns, each panel
-// [k][P] contiguous, vector-aligned and zero-padded past n: the micro-kernel streams it. A
+// [k][P] contiguous, vector-aligned and zero-padded past n: the register tile streams it. A
 // register tile holds kRows x kVecs vectors of accumulators: 6 x 4 of the 32 AVX-512
 // registers (24 accumulators, 4 panel vectors, one broadcast), 6 x 2 of AVX2's 16.
 #include <ATen/ATen.h>

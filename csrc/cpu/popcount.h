@@ -8,7 +8,7 @@
 // columns' word w as one vector, ANDs it with a row's word broadcast, and accumulates the
 // popcounts lane-wise — one column per lane, no horizontal reductions.
 //
-// Paths (one generic register-blocked micro-kernel in cpu/popcount_cpu.cpp, compiled per CPU
+// Paths (one generic register tile in cpu/popcount_cpu.cpp, compiled per CPU
 // capability; only the popcount primitive differs):
 //   "avx512" : AVX512-VPOPCNTDQ, 8 words per instruction (the AVX512 copy, built with
 //              -mavx512vpopcntdq, used only where the CPU has it);

@@ -1,4 +1,4 @@
-// The popcount engine's micro-kernel (cpu/popcount.h), compiled once per CPU capability: one
+// The popcount engine's register tile (cpu/popcount.h), compiled once per CPU capability: one
 // generic register-blocked kernel over a popcount primitive P; only P differs per ISA.
 //
 // A primitive P says how to load kLanes columns' word w (a "column vector"), broadcast a

@@ -15,6 +15,7 @@
 #include "cpu/panel_gemm.h"
 #include "engines/gemm.h"
 #include "engines/tile_source.h"
+#include "metrics/adapters.h"
 #include "metrics/elementwise.h"
 #include "metrics/inner_product.h"
 #include "metrics/kernels.h"
@@ -75,7 +76,7 @@ inline T hsum(const Vec<T>& v) {
 
 // ------------------------------------------------------------------------------------
 // The column operand is packed in chunks of W = CB * L columns, each chunk [d][W]
-// contiguous: the micro-kernel streams one chunk per register block (the packed-B layout of
+// contiguous: the register tile streams one chunk per register block (the packed-B layout of
 // a GEMM), so consecutive features are adjacent in memory and never fight over L1 sets.
 template <typename T, typename M>
 class ElementwiseSource final : public TileSource<T> {
@@ -172,7 +173,7 @@ class ElementwiseSource final : public TileSource<T> {
           if constexpr (M::kMax) {
             V t[M::kAcc];
             term<Flipped>(xb, yv, t);
-            wk = w * V::blendv(V(T(0)), inv_ties, t[0] == acc[0]);
+            wk = w * metrics::tie_share(t[0], acc[0], inv_ties);
           }
           // rows are x (y when transposed); the derivative with respect to each side
           if (drow) {
@@ -322,10 +323,7 @@ class InnerProductSource final : public TileSource<T> {
           if (symmetric_ && diag >= 0 && diag < count) {
             // exact self-comparison (distance-based: d2 = 0), gradient 0 by convention
             const V on_diag = Vec<T>::arange(T(0), T(1)) == V(static_cast<T>(diag));
-            val = V::blendv(val, V(math::self_value<M>(T(0), s_)), on_diag);
-            fg = V::blendv(fg, V(T(0)), on_diag);
-            frow = V::blendv(frow, V(T(0)), on_diag);
-            fcol = V::blendv(fcol, V(T(0)), on_diag);
+            metrics::exact_self<M>(on_diag, val, fg, frow, fcol, s_);
           }
         }
         if (values) val.store(values + r * ldv + c, count);
@@ -394,28 +392,13 @@ class InnerProductSource final : public TileSource<T> {
   }
 
   // value, d value / d g, and d value / d (row side feature), d value / d (column side)
+  // (metrics/adapters.h; rows are y, side b of the kernel, when transposed)
   inline void derivatives(const V& g, const V& a, const V& b, V& val, V& fg, V& frow, V& fcol) const {
-    if constexpr (M::kDistanceBased) {
-      const V raw = raw_squared_distance(g, a, b);
-      const V zero(T(0));
-      const V d2 = at::vec::clamp_min(raw, zero);  // squared_distance, keeping raw for the floor test
-      val = M::h(d2, s_);
-      V dh = M::dh(d2, val, s_);
-      // Below the rounding floor of the GEMM form, d2 is noise: a sqrt-like h would turn it
-      // into an arbitrary large gradient. Treat it as an exact zero there.
-      const V floor = M::kSingularAtZero ? (a + b) * V(T(16) * std::numeric_limits<T>::epsilon()) : zero;
-      dh = V::blendv(dh, zero, raw <= floor);
-      fg = dh * V(T(-2));
-      frow = dh;
-      fcol = dh;
-    } else if (transposed_) {
-      // rows are y (side b of the kernel), columns are x (side a)
-      val = M::value(g, b, a, s_);
-      M::grad(g, b, a, val, fg, fcol, frow, s_);
-    } else {
-      val = M::value(g, a, b, s_);
-      M::grad(g, a, b, val, fg, frow, fcol, s_);
-    }
+    constexpr double eps = std::numeric_limits<T>::epsilon();
+    if (transposed_ && !M::kDistanceBased)
+      metrics::inner_product_derivatives<M>(g, b, a, eps, val, fg, fcol, frow, s_);
+    else
+      metrics::inner_product_derivatives<M>(g, a, b, eps, val, fg, frow, fcol, s_);
   }
 
   const T *rowp_ = nullptr, *colp_ = nullptr, *rside_ = nullptr, *cside_ = nullptr;

@@ -47,16 +47,20 @@ Sources<T> make_sources(const Request& req, bool transposed) {
   return out;
 }
 
-// f(batch, source, r0, nr) for every row block, in parallel.
+// f(batch, source, r0, nr) for every row block, in parallel. balanced: the row blocks of a
+// batch element in the order 0, last, 1, last - 1, ..., so that the contiguous chunks
+// at::parallel_for gives each thread hold equal shares of a triangle.
 template <typename T, typename F>
-void for_each_row_block(const Sources<T>& src, const F& f) {
+void for_each_row_block(const Sources<T>& src, const F& f, bool balanced = false) {
   if (src.empty() || src[0]->rows() == 0) return;
   const int64_t rows = src[0]->rows(), rb = src[0]->row_block();
   const int64_t nrb = (rows + rb - 1) / rb;
   const int64_t units = int64_t(src.size()) * nrb;
   at::parallel_for(0, units, 1, [&](int64_t u0, int64_t u1) {
     for (int64_t u = u0; u < u1; ++u) {
-      const int64_t b = u / nrb, r0 = (u % nrb) * rb;
+      const int64_t k = u % nrb;
+      const int64_t blk = !balanced ? k : (k % 2 == 0) ? k / 2 : nrb - 1 - k / 2;
+      const int64_t b = u / nrb, r0 = blk * rb;
       f(b, *src[b], r0, std::min(rb, rows - r0));
     }
   });
@@ -87,6 +91,38 @@ void for_each_col_block(const TileSource<T>& s, const F& f) {
   for (int64_t c0 = 0; c0 < cols; c0 += cb) f(c0, std::min(cb, cols - c0));
 }
 
+// Which tiles a consumer visits, as a policy of the walkers below: every tile (FullWalk),
+// or only the tiles reaching the strict upper triangle c > r (TriangleWalk, the condensed
+// pdist result). rows(src, f) calls f(b, source, r0, nr) for each row block in parallel;
+// cols(s, r0, nr, own, f) calls f(c0, nc) for the row block's column blocks, own = false
+// in a sweep over the transposed operator (whose tiles hold the lower triangle c < r).
+struct FullWalk {
+  template <typename T, typename F>
+  void rows(const Sources<T>& src, const F& f) const {
+    for_each_row_block<T>(src, f);
+  }
+  template <typename T, typename F>
+  void cols(const TileSource<T>& s, int64_t, int64_t, bool, const F& f) const {
+    for_each_col_block<T>(s, f);
+  }
+};
+
+struct TriangleWalk {
+  template <typename T, typename F>
+  void rows(const Sources<T>& src, const F& f) const {
+    for_each_row_block<T>(src, f, /*balanced=*/true);
+  }
+  // Column blocks holding some column c > r for a row in [r0, r0 + nr) (own), or some
+  // column c < r (the transposed operator); blocks start at multiples of col_block().
+  template <typename T, typename F>
+  void cols(const TileSource<T>& s, int64_t r0, int64_t nr, bool own, const F& f) const {
+    const int64_t cols = s.cols(), cb = s.col_block();
+    const int64_t begin = own ? (r0 + 1) / cb * cb : 0;
+    const int64_t end = own ? cols : std::min(cols, r0 + nr - 1);
+    for (int64_t c0 = begin; c0 < end; c0 += cb) f(c0, std::min(cb, cols - c0));
+  }
+};
+
 // Column-side gradients of a one-pass backward are accumulated per thread and summed at
 // the end; above this many bytes of such buffers the backward falls back to two sweeps
 // (the second over the transposed operator), which need none.
@@ -112,9 +148,9 @@ inline void call_gup(const Gup& gup, const TileSource<T>& s, int64_t b, bool tra
     gup(b, transposed, r0, nr, c0, nc, buf, ld);
 }
 
-template <typename T, typename Gup, typename Extra>
+template <typename T, typename Gup, typename Extra, typename Walk = FullWalk>
 Grads4 backward(const Request& req, const std::array<bool, 4>& mask, int64_t extra_cols, at::Tensor* dextra_out,
-                const Gup& gup, const Extra& extra) {
+                const Gup& gup, const Extra& extra, const Walk& walk = Walk{}) {
   Grads4 g;
   const int64_t B = req.batch(), rows = req.rows(), cols = req.cols(), d = req.x.size(2);
   const bool rows_are_y = req.spec.transposed;
@@ -143,7 +179,7 @@ Grads4 backward(const Request& req, const std::array<bool, 4>& mask, int64_t ext
     }
     if (need_extra) extra_tl = at::zeros({nthreads, B, cols, extra_cols}, opts);
     auto src = make_sources<T>(req, req.spec.transposed);
-    for_each_row_block<T>(src, [&](int64_t b, const TileSource<T>& s, int64_t r0, int64_t nr) {
+    walk.rows(src, [&](int64_t b, const TileSource<T>& s, int64_t r0, int64_t nr) {
       const int tid = at::get_thread_num();
       const int64_t ld = s.col_block();
       T* gbuf = scratch<T>(0, s.row_block() * ld);
@@ -153,7 +189,7 @@ Grads4 backward(const Request& req, const std::array<bool, 4>& mask, int64_t ext
       T* dc = dcol_t.defined() ? dcol_t.data_ptr<T>() + (int64_t(tid) * B + b) * cols * d : nullptr;
       T* cs = cside_tl.defined() ? cside_tl.data_ptr<T>() + (int64_t(tid) * B + b) * cols : nullptr;
       T* ex = extra_tl.defined() ? extra_tl.data_ptr<T>() + (int64_t(tid) * B + b) * cols * extra_cols : nullptr;
-      for_each_col_block<T>(s, [&](int64_t c0, int64_t nc) {
+      walk.cols(s, r0, nr, true, [&](int64_t c0, int64_t nc) {
         call_gup(gup, s, b, req.spec.transposed, r0, nr, c0, nc, gbuf, ld);
         s.vjp(r0, nr, c0, nc, gbuf, ld, dr, rs, dc ? dc + c0 * d : nullptr, cs ? cs + c0 : nullptr, vbuf, ld);
         if (need_extra) extra(b, req.spec.transposed, r0, nr, c0, nc, vbuf, ld, ex + c0 * extra_cols);
@@ -168,12 +204,12 @@ Grads4 backward(const Request& req, const std::array<bool, 4>& mask, int64_t ext
     // Pass 1: the operator's own orientation, row gradients only.
     if (need_rows) {
       auto src = make_sources<T>(req, req.spec.transposed);
-      for_each_row_block<T>(src, [&](int64_t b, const TileSource<T>& s, int64_t r0, int64_t nr) {
+      walk.rows(src, [&](int64_t b, const TileSource<T>& s, int64_t r0, int64_t nr) {
         const int64_t ld = s.col_block();
         T* gbuf = scratch<T>(0, s.row_block() * ld);
         T* dr = drow.data_ptr<T>() + (b * rows + r0) * d;
         T* rs = rside.defined() ? rside.data_ptr<T>() + b * rows + r0 : nullptr;
-        for_each_col_block<T>(s, [&](int64_t c0, int64_t nc) {
+        walk.cols(s, r0, nr, true, [&](int64_t c0, int64_t nc) {
           call_gup(gup, s, b, req.spec.transposed, r0, nr, c0, nc, gbuf, ld);
           s.vjp(r0, nr, c0, nc, gbuf, ld, dr, rs, nullptr, nullptr, nullptr, ld);
         });
@@ -187,14 +223,14 @@ Grads4 backward(const Request& req, const std::array<bool, 4>& mask, int64_t ext
       }
       if (need_extra) dextra = at::zeros({B, cols, extra_cols}, opts);
       auto src = make_sources<T>(req, !req.spec.transposed);
-      for_each_row_block<T>(src, [&](int64_t b, const TileSource<T>& s, int64_t r0, int64_t nr) {
+      walk.rows(src, [&](int64_t b, const TileSource<T>& s, int64_t r0, int64_t nr) {
         const int64_t ld = s.col_block();
         T* gbuf = scratch<T>(0, s.row_block() * ld);
         T* vbuf = need_extra ? scratch<T>(1, s.row_block() * ld) : nullptr;
         T* dr = dcol.defined() ? dcol.data_ptr<T>() + (b * cols + r0) * d : nullptr;
         T* rs = cside.defined() ? cside.data_ptr<T>() + b * cols + r0 : nullptr;
         T* ex = need_extra ? dextra.data_ptr<T>() + (b * cols + r0) * extra_cols : nullptr;
-        for_each_col_block<T>(s, [&](int64_t c0, int64_t nc) {
+        walk.cols(s, r0, nr, false, [&](int64_t c0, int64_t nc) {
           call_gup(gup, s, b, !req.spec.transposed, r0, nr, c0, nc, gbuf, ld);
           if (dr)
             s.vjp(r0, nr, c0, nc, gbuf, ld, dr, rs, nullptr, nullptr, vbuf, ld);

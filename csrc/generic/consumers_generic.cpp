@@ -10,12 +10,18 @@
 #include <limits>
 #include <type_traits>
 
+#include "metrics/adapters.h"
 #include "metrics/elementwise.h"
 #include "metrics/inner_product.h"
 #include "metrics/kernels.h"
 #include "metrics/distances.h"
 #include "metrics/boolean.h"
 #include "metrics/kernel_list.h"
+#include "reductions/logsumexp.h"
+#include "reductions/softmax.h"
+#include "reductions/sum.h"
+#include "reductions/tensor_tile.h"
+#include "reductions/topk.h"
 
 namespace tp::generic {
 namespace {
@@ -85,6 +91,13 @@ struct ElementwiseEvaluator final : Evaluator {
     }
   }
 
+  // each feature's share of a max-reduced value's derivative (terms [..., d], max [...])
+  static at::Tensor tie_shares(const at::Tensor& terms, const at::Tensor& max) {
+    const at::Tensor m = max.unsqueeze(-1);
+    const at::Tensor ties = (terms == m).sum(-1, /*keepdim=*/true).to(terms.scalar_type());
+    return metrics::tie_share(terms, m, ties.reciprocal());
+  }
+
   // d value / d x and d value / d y for each feature, weighted by gup [...]
   void weighted_grads(const at::Tensor& X, const at::Tensor& Y, at::Tensor* terms, at::Tensor* acc,
                       const at::Tensor& gup, at::Tensor& gx, at::Tensor& gy) const {
@@ -93,10 +106,7 @@ struct ElementwiseEvaluator final : Evaluator {
     M::grad_context(acc, value, ctx, s);
     for (int i = 0; i < M::kCtx; ++i) ctx[i] = ctx[i].unsqueeze(-1);
     at::Tensor w = gup.unsqueeze(-1);
-    if constexpr (M::kMax) {
-      const at::Tensor ties = (terms[0] == acc[0].unsqueeze(-1)).to(w.scalar_type());
-      w = w * ties / ties.sum(-1, /*keepdim=*/true);
-    }
+    if constexpr (M::kMax) w = w * tie_shares(terms[0], acc[0]);
     gx = w * M::dx(X, Y, ctx, s);
     gy = w * M::dy(X, Y, ctx, s);
   }
@@ -132,10 +142,7 @@ struct ElementwiseEvaluator final : Evaluator {
     at::Tensor X, Y;
     operands(t, X, Y);
     at::Tensor g = t.transposed ? M::dy(X, Y, ctx, s) : M::dx(X, Y, ctx, s);
-    if constexpr (M::kMax) {
-      const at::Tensor ties = (terms[0] == acc[0].unsqueeze(-1)).to(g.scalar_type());
-      g = g * ties / ties.sum(-1, /*keepdim=*/true);
-    }
+    if constexpr (M::kMax) g = g * tie_shares(terms[0], acc[0]);
     drow.add_((gup.unsqueeze(-1) * g).sum(2));
     return value;
   }
@@ -158,34 +165,15 @@ struct InnerProductEvaluator final : Evaluator {
   // `self` marks exact self-comparisons (distance-based kernels: d2 = 0, gradient 0).
   void evaluate(const at::Tensor& g, const at::Tensor& ax, const at::Tensor& by, const at::Tensor& self,
                 at::Tensor& val, at::Tensor& fg, at::Tensor& fx, at::Tensor& fy) const {
-    if constexpr (M::kDistanceBased) {
-      const at::Tensor zero = at::zeros({}, g.options());
-      const at::Tensor raw = ax + by - 2 * g;
-      at::Tensor d2 = at::clamp_min(raw, 0.0);
-      if (self.defined()) d2 = at::where(self, zero, d2);
-      val = M::h(d2, s);
-      at::Tensor dh = M::dh(d2, val, s);
-      const double eps = g.scalar_type() == at::kFloat ? double(std::numeric_limits<float>::epsilon())
-                                                       : std::numeric_limits<double>::epsilon();
-      const at::Tensor floor = M::kSingularAtZero ? (ax + by) * (16 * eps) : zero;
-      dh = at::where(raw <= floor, zero, dh);
-      if (self.defined()) dh = at::where(self, zero, dh);
-      fg = -2 * dh;
-      fx = dh;
-      fy = dh;
-    } else {
-      val = M::value(g, ax, by, s);
-      M::grad(g, ax, by, val, fg, fx, fy, s);
-      if constexpr (math::fixes_self<M>()) {
-        if (self.defined()) {
-          const at::Tensor zero = at::zeros({}, g.options());
-          val = at::where(self, math::self_value<M>(zero, s), val);
-          fg = at::where(self, zero, fg);
-          fx = at::where(self, zero, fx);
-          fy = at::where(self, zero, fy);
-        }
-      }
+    metrics::inner_product_derivatives<M>(g, ax, by, eps(g), val, fg, fx, fy, s);
+    if constexpr (math::fixes_self<M>()) {
+      if (self.defined()) metrics::exact_self<M>(self, val, fg, fx, fy, s);
     }
+  }
+
+  static double eps(const at::Tensor& g) {
+    return g.scalar_type() == at::kFloat ? double(std::numeric_limits<float>::epsilon())
+                                         : std::numeric_limits<double>::epsilon();
   }
 
   at::Tensor paired_values(const at::Tensor& x, const at::Tensor& y, const at::Tensor& a, const at::Tensor& b,
@@ -234,44 +222,14 @@ struct InnerProductEvaluator final : Evaluator {
     const at::Tensor g = at::matmul(t.rowx, t.colx.transpose(1, 2));
     at::Tensor ra, cb;
     sides(t, g, ra, cb);
-    at::Tensor val, fg, frow;
-    if constexpr (M::kDistanceBased) {
-      const at::Tensor raw = ra + cb - 2 * g;
-      const at::Tensor d2 = at::clamp_min(raw, 0.0);
-      val = M::h(d2, s);
-      at::Tensor dh = M::dh(d2, val, s);
-      const double eps = g.scalar_type() == at::kFloat ? double(std::numeric_limits<float>::epsilon())
-                                                       : std::numeric_limits<double>::epsilon();
-      const at::Tensor floor = M::kSingularAtZero ? (ra + cb) * (16 * eps) : at::zeros({}, g.options());
-      dh = at::where(raw <= floor, at::zeros({}, g.options()), dh);
-      if (t.symmetric) {
-        const at::Tensor diag = diagonal(t, g);
-        val = at::where(diag, M::h(at::zeros({}, g.options()), s), val);
-        dh = at::where(diag, at::zeros({}, g.options()), dh);
-      }
-      fg = -2 * dh;
-      frow = dh;
-    } else {
-      at::Tensor fa, fb;
-      if (t.transposed) {
-        val = M::value(g, cb, ra, s);
-        M::grad(g, cb, ra, val, fg, fa, fb, s);
-        frow = fb;
-      } else {
-        val = M::value(g, ra, cb, s);
-        M::grad(g, ra, cb, val, fg, fa, fb, s);
-        frow = fa;
-      }
-      if constexpr (math::fixes_self<M>()) {
-        if (t.symmetric) {
-          const at::Tensor diag = diagonal(t, g);
-          const at::Tensor zero = at::zeros({}, g.options());
-          val = at::where(diag, math::self_value<M>(zero, s), val);
-          fg = at::where(diag, zero, fg);
-          frow = at::where(diag, zero, frow);
-        }
-      }
+    // the kernel's x side is the column side when transposed (rows are y)
+    const bool swap = t.transposed && !M::kDistanceBased;
+    at::Tensor val, fg, fa, fb;
+    metrics::inner_product_derivatives<M>(g, swap ? cb : ra, swap ? ra : cb, eps(g), val, fg, fa, fb, s);
+    if constexpr (math::fixes_self<M>()) {
+      if (t.symmetric) metrics::exact_self<M>(diagonal(t, g), val, fg, fa, fb, s);
     }
+    const at::Tensor frow = swap ? fb : fa;
     drow.add_(at::matmul(gup * fg, t.colx));
     if (dside.defined()) dside.add_((gup * frow).sum(-1));
     return val;
@@ -426,10 +384,18 @@ struct Sweep {
   }
 
   template <typename F>
+  void for_each_row_chunk(const F& f) const {
+    for (int64_t r0 = 0; r0 < rows(); r0 += row_chunk) f(r0, std::min(row_chunk, rows() - r0));
+  }
+  template <typename F>
+  void for_each_col_chunk(const F& f) const {
+    for (int64_t c0 = 0; c0 < cols(); c0 += col_chunk) f(c0, std::min(col_chunk, cols() - c0));
+  }
+  template <typename F>
   void for_each(const F& f) const {
-    for (int64_t r0 = 0; r0 < rows(); r0 += row_chunk)
-      for (int64_t c0 = 0; c0 < cols(); c0 += col_chunk)
-        f(r0, std::min(row_chunk, rows() - r0), c0, std::min(col_chunk, cols() - c0));
+    for_each_row_chunk([&](int64_t r0, int64_t nr) {
+      for_each_col_chunk([&](int64_t c0, int64_t nc) { f(r0, nr, c0, nc); });
+    });
   }
 };
 
@@ -445,9 +411,28 @@ at::Tensor call_gup(const Gup& gup, const Evaluator& ev, const Tile& t, bool tra
     return gup(transposed, r0, nr, c0, nc);
 }
 
-template <typename Gup, typename After>
+// Which tiles a sweep visits (as the CPU walker's walk policies): every tile, or only the
+// tiles reaching the strict upper triangle (own orientation) / lower triangle (the
+// transposed operator) of the condensed pdist result. f(r0, nr, c0, nc).
+struct AllTiles {
+  template <typename F>
+  void operator()(const Sweep& sw, bool, const F& f) const {
+    sw.for_each(f);
+  }
+};
+
+struct TriangleTiles {
+  template <typename F>
+  void operator()(const Sweep& sw, bool own, const F& f) const {
+    sw.for_each([&](int64_t r0, int64_t nr, int64_t c0, int64_t nc) {
+      if (own ? (c0 + nc - 1 > r0) : (c0 < r0 + nr - 1)) f(r0, nr, c0, nc);
+    });
+  }
+};
+
+template <typename Gup, typename After, typename Tiles = AllTiles>
 engine::Grads4 backward_sweeps(const Request& req, std::array<bool, 4> mask, bool want_values, const Gup& gup,
-                               const After& after) {
+                               const After& after, const Tiles& tiles = Tiles{}) {
   engine::Grads4 g;
   auto ev = make_evaluator(req.spec, req.value_type);
   const bool need_x = mask[0] || mask[2], need_y = mask[1] || mask[3];
@@ -459,7 +444,7 @@ engine::Grads4 backward_sweeps(const Request& req, std::array<bool, 4> mask, boo
     Sweep sw(req, transposed, *ev);
     at::Tensor drow = at::zeros_like(sw.rowop);
     at::Tensor dside = sw.rside.defined() ? at::zeros_like(sw.rside) : at::Tensor();
-    sw.for_each([&](int64_t r0, int64_t nr, int64_t c0, int64_t nc) {
+    tiles(sw, transposed == req.spec.transposed, [&](int64_t r0, int64_t nr, int64_t c0, int64_t nc) {
       at::Tensor drow_blk = drow.narrow(1, r0, nr);
       at::Tensor dside_blk = dside.defined() ? dside.narrow(1, r0, nr) : at::Tensor();
       const Tile tile = sw.tile(r0, nr, c0, nc);
@@ -530,35 +515,37 @@ at::Tensor lse_argument(const engine::RowReduce& r, const at::Tensor& values, in
   return t;
 }
 
+// A row chunk's reduction state over its column chunks, then its finalized rows.
 at::Tensor row_reduce(const Request& req, const engine::RowReduce& reduction) {
+  using reductions::Count;
+  using reductions::LogSumExp;
+  using reductions::Sum;
   auto ev = make_evaluator(req.spec, req.value_type);
   Sweep sw(req, req.spec.transposed, *ev);
-  switch (reduction.kind) {
-    case engine::RowReduction::kSum: {
-      at::Tensor out = at::zeros({req.batch(), sw.rows()}, req.value_options());
-      sw.for_each([&](int64_t r0, int64_t nr, int64_t c0, int64_t nc) {
-        out.narrow(1, r0, nr).add_(ev->values(sw.tile(r0, nr, c0, nc)).sum(-1));
-      });
-      return out;
-    }
-    case engine::RowReduction::kCount: {
-      at::Tensor out = at::zeros({req.batch(), sw.rows()}, req.value_options().dtype(at::kLong));
-      sw.for_each([&](int64_t r0, int64_t nr, int64_t c0, int64_t nc) {
-        out.narrow(1, r0, nr).add_(ev->values(sw.tile(r0, nr, c0, nc)).le(reduction.threshold).sum(-1));
-      });
-      return out;
-    }
-    default:
-      break;
-  }
-  // logsumexp over column chunks of scale * K + weight: chunk results combined with a
-  // stable logaddexp.
-  at::Tensor out = at::full({req.batch(), sw.rows()}, -std::numeric_limits<double>::infinity(), req.value_options());
-  sw.for_each([&](int64_t r0, int64_t nr, int64_t c0, int64_t nc) {
-    at::Tensor blk = out.narrow(1, r0, nr);
-    blk.copy_(at::logaddexp(blk, at::logsumexp(lse_argument(reduction, ev->values(sw.tile(r0, nr, c0, nc)), c0, nc,
-                                                            true),
-                                               {-1})));
+  const bool count = reduction.kind == engine::RowReduction::kCount;
+  const bool lse = reduction.kind == engine::RowReduction::kLogSumExp;
+  const auto opts = count ? req.value_options().dtype(at::kLong) : req.value_options();
+  at::Tensor out = lse ? at::full({req.batch(), sw.rows()}, -std::numeric_limits<double>::infinity(), opts)
+                       : at::zeros({req.batch(), sw.rows()}, opts);
+  if (sw.cols() == 0) return out;
+  sw.for_each_row_chunk([&](int64_t r0, int64_t nr) {
+    const at::Tensor like = at::zeros({req.batch(), nr, 1}, opts);  // int64 for a count
+    LogSumExp<at::Tensor> l;
+    if (lse) l = LogSumExp<at::Tensor>::empty(like);
+    Sum<at::Tensor> sum{like};
+    Count<at::Tensor> n{like, reduction.threshold};
+    sw.for_each_col_chunk([&](int64_t c0, int64_t nc) {
+      at::Tensor values = ev->values(sw.tile(r0, nr, c0, nc));
+      if (lse) {
+        values = lse_argument(reduction, values, c0, nc, true);
+        l.fold(values);
+      } else if (count) {
+        n.fold(values);
+      } else {
+        sum.fold(values);
+      }
+    });
+    out.narrow(1, r0, nr).copy_((lse ? l.finalize() : count ? n.finalize() : sum.finalize()).squeeze(-1));
   });
   return out;
 }
@@ -578,26 +565,25 @@ engine::Grads5 row_reduce_backward(const at::Tensor& grad, const Request& req, c
         none);
     return {g[0], g[1], g[2], g[3], at::Tensor()};
   }
-  // logsumexp: p_rc = exp(scale K_rc + w_c - lse_r) (0 on rows whose lse is -inf);
-  // dL/dK_rc = grad_r scale p_rc, dL/dw_c = sum_r grad_r p_rc.
+  // logsumexp of scale K_rc + w_c (reductions/softmax.h): dL/dK_rc = grad_r scale p_rc,
+  // dL/dw_c = sum_r grad_r p_rc.
   const bool want_w = mask[4] && reduction.weight.defined();
   at::Tensor dw = want_w ? at::zeros_like(reduction.weight) : at::Tensor();
-  auto prob = [&](const at::Tensor& values, bool own, int64_t r0, int64_t nr, int64_t c0, int64_t nc) {
-    // values in the sweep's orientation; op rows are the sweep's rows when own
-    const at::Tensor k = own ? values : values.transpose(1, 2);  // [B, op rows, op cols]
+  const at::Tensor scale = at::full({}, reduction.scale, result.options());
+  // (argument, lse, grad) of a tile in the operator's orientation [B, op rows, op cols]
+  auto operands = [&](const at::Tensor& values, bool own, int64_t r0, int64_t nr, int64_t c0, int64_t nc) {
+    const at::Tensor k = own ? values : values.transpose(1, 2);
     const int64_t i0 = own ? r0 : c0, ni = own ? nr : nc, j0 = own ? c0 : r0, nj = own ? nc : nr;
-    const at::Tensor l = result.narrow(1, i0, ni).unsqueeze(2);
-    const at::Tensor p = at::where(at::isneginf(l), at::zeros({}, l.options()),
-                                   at::exp(lse_argument(reduction, k, j0, nj, true) - l));
-    return std::make_tuple(p, grad.narrow(1, i0, ni).unsqueeze(2));
+    return std::make_tuple(lse_argument(reduction, k, j0, nj, true), result.narrow(1, i0, ni).unsqueeze(2),
+                           grad.narrow(1, i0, ni).unsqueeze(2));
   };
   auto g = backward_sweeps(
       req, mask4, false,
       [&](const Evaluator& ev, const Tile& t, bool transposed, int64_t r0, int64_t nr, int64_t c0, int64_t nc) {
         const bool own = transposed == req.spec.transposed;
-        auto [p, gr] = prob(ev.values(t), own, r0, nr, c0, nc);
-        if (want_w && own) dw.narrow(1, c0, nc).add_((gr * p).sum(1));
-        const at::Tensor gk = gr * p * reduction.scale;
+        auto [arg, l, gr] = operands(ev.values(t), own, r0, nr, c0, nc);
+        if (want_w && own) dw.narrow(1, c0, nc).add_((gr * reductions::softmax_weight(arg, l)).sum(1));
+        const at::Tensor gk = reductions::logsumexp_grad(arg, l, gr, scale);
         return own ? gk : gk.transpose(1, 2);
       },
       none);
@@ -607,16 +593,15 @@ engine::Grads5 row_reduce_backward(const at::Tensor& grad, const Request& req, c
     auto ev = make_evaluator(req.spec, req.value_type);
     Sweep sw(req, req.spec.transposed, *ev);
     sw.for_each([&](int64_t r0, int64_t nr, int64_t c0, int64_t nc) {
-      auto [p, gr] = prob(ev->values(sw.tile(r0, nr, c0, nc)), true, r0, nr, c0, nc);
-      dw.narrow(1, c0, nc).add_((gr * p).sum(1));
+      auto [arg, l, gr] = operands(ev->values(sw.tile(r0, nr, c0, nc)), true, r0, nr, c0, nc);
+      dw.narrow(1, c0, nc).add_((gr * reductions::softmax_weight(arg, l)).sum(1));
     });
   }
   return {g[0], g[1], g[2], g[3], dw};
 }
 
-// Running top-k merged chunk by chunk. Candidates are kept in column order and sorted
-// stably, so ties keep the lower column; NaN first when nan_first (torch.min/max; torch.topk
-// with largest=True), last otherwise.
+// Running top-k: each column chunk's candidates merged with the best so far under the one
+// ordering rule (reductions/topk.h).
 std::tuple<at::Tensor, at::Tensor> topk(const Request& req, int64_t k, bool largest, bool nan_first) {
   auto ev = make_evaluator(req.spec, req.value_type);
   Sweep sw(req, req.spec.transposed, *ev);
@@ -624,32 +609,25 @@ std::tuple<at::Tensor, at::Tensor> topk(const Request& req, int64_t k, bool larg
   at::Tensor values = at::empty({req.batch(), sw.rows(), k}, req.value_options());
   at::Tensor indices = at::empty({req.batch(), sw.rows(), k}, long_opts);
   if (values.numel() == 0) return {values, indices};
-  for (int64_t r0 = 0; r0 < sw.rows(); r0 += sw.row_chunk) {
-    const int64_t nr = std::min(sw.row_chunk, sw.rows() - r0);
+  sw.for_each_row_chunk([&](int64_t r0, int64_t nr) {
     at::Tensor best_v, best_i;
-    for (int64_t c0 = 0; c0 < sw.cols(); c0 += sw.col_chunk) {
-      const int64_t nc = std::min(sw.col_chunk, sw.cols() - c0);
+    sw.for_each_col_chunk([&](int64_t c0, int64_t nc) {
       at::Tensor v = ev->values(sw.tile(r0, nr, c0, nc));
       at::Tensor i = at::arange(c0, c0 + nc, long_opts).expand_as(v);
       if (best_v.defined()) {
         v = at::cat({best_v, v}, -1);
         i = at::cat({best_i, i}, -1);
       }
-      // order by value (stable: ties keep column order), then move NaN to its place
-      at::Tensor order = std::get<1>(at::sort(v, /*stable=*/true, -1, /*descending=*/largest));
-      v = v.gather(-1, order);
-      i = i.gather(-1, order);
-      const at::Tensor nan_key = nan_first ? at::isnan(v).logical_not() : at::isnan(v);
-      order = std::get<1>(at::sort(nan_key.to(at::kByte), /*stable=*/true, -1, /*descending=*/false));
-      best_v = v.gather(-1, order).narrow(-1, 0, std::min<int64_t>(k, v.size(-1)));
-      best_i = i.gather(-1, order).narrow(-1, 0, std::min<int64_t>(k, v.size(-1)));
-    }
+      std::tie(best_v, best_i) = reductions::merge_topk(v, i, std::min<int64_t>(k, v.size(-1)), largest, nan_first);
+    });
     values.narrow(1, r0, nr).copy_(best_v);
     indices.narrow(1, r0, nr).copy_(best_i);
-  }
+  });
   return {values, indices};
 }
 
+// The online logsumexp of each row chunk (reductions/logsumexp.h); its rescaling factor also
+// rescales the running product.
 std::tuple<at::Tensor, at::Tensor> softmax_matmul(const Request& req, const at::Tensor& v) {
   auto ev = make_evaluator(req.spec, req.value_type);
   Sweep sw(req, req.spec.transposed, *ev);
@@ -657,28 +635,17 @@ std::tuple<at::Tensor, at::Tensor> softmax_matmul(const Request& req, const at::
   at::Tensor out = at::zeros({req.batch(), sw.rows(), C}, req.value_options());
   at::Tensor lse = at::full({req.batch(), sw.rows()}, -std::numeric_limits<double>::infinity(), req.value_options());
   if (sw.cols() == 0) return {out, lse};
-  for (int64_t r0 = 0; r0 < sw.rows(); r0 += sw.row_chunk) {
-    const int64_t nr = std::min(sw.row_chunk, sw.rows() - r0);
-    at::Tensor m = at::full({req.batch(), nr, 1}, -std::numeric_limits<double>::infinity(), req.value_options());
-    at::Tensor s = at::zeros({req.batch(), nr, 1}, req.value_options());
+  sw.for_each_row_chunk([&](int64_t r0, int64_t nr) {
+    auto state = reductions::LogSumExp<at::Tensor>::empty(at::zeros({req.batch(), nr, 1}, req.value_options()));
     at::Tensor acc = at::zeros({req.batch(), nr, C}, req.value_options());
-    for (int64_t c0 = 0; c0 < sw.cols(); c0 += sw.col_chunk) {
-      const int64_t nc = std::min(sw.col_chunk, sw.cols() - c0);
-      const at::Tensor K = ev->values(sw.tile(r0, nr, c0, nc));
-      const at::Tensor shift_old = at::where(at::isfinite(m), m, at::zeros({}, m.options()));
-      const at::Tensor empty = at::isneginf(m);  // nothing folded yet: s and acc are 0
-      m = at::maximum(m, std::get<0>(K.max(-1, /*keepdim=*/true)));
-      const at::Tensor shift = at::where(at::isfinite(m), m, at::zeros({}, m.options()));
-      // exp(0 - shift) overflows for a first chunk below exp's range, and 0 * inf is NaN
-      const at::Tensor factor = at::where(empty, at::zeros({}, m.options()), at::exp(shift_old - shift));
-      const at::Tensor P = at::exp(K - shift);
-      s = s * factor + P.sum(-1, /*keepdim=*/true);
+    sw.for_each_col_chunk([&](int64_t c0, int64_t nc) {
+      at::Tensor P = ev->values(sw.tile(r0, nr, c0, nc));
+      const at::Tensor factor = state.fold(P);  // P := exp(K - shift)
       acc = acc * factor + at::matmul(P, v.narrow(1, c0, nc));
-    }
-    out.narrow(1, r0, nr).copy_(acc / s);
-    const at::Tensor shift = at::where(at::isfinite(m), m, at::zeros({}, m.options()));
-    lse.narrow(1, r0, nr).copy_((at::log(s) + shift).squeeze(-1));
-  }
+    });
+    out.narrow(1, r0, nr).copy_(acc / state.sum);
+    lse.narrow(1, r0, nr).copy_(state.finalize().squeeze(-1));
+  });
   return {out, lse};
 }
 
@@ -686,9 +653,6 @@ engine::Grads5 softmax_matmul_backward(const at::Tensor& grad, const Request& re
                                        const at::Tensor& out, const at::Tensor& lse, std::array<bool, 5> mask) {
   const at::Tensor delta = (grad * out).sum(-1);
   at::Tensor dv = mask[4] ? at::zeros_like(v) : at::Tensor();
-  auto prob = [&](const at::Tensor& K, const at::Tensor& l) {
-    return at::where(at::isneginf(l), at::zeros({}, l.options()), at::exp(K - l));
-  };
   auto g = backward_sweeps(
       req, {mask[0], mask[1], mask[2], mask[3]}, mask[4],
       [&](const Evaluator& ev, const Tile& t, bool transposed, int64_t r0, int64_t nr, int64_t c0, int64_t nc) {
@@ -696,14 +660,16 @@ engine::Grads5 softmax_matmul_backward(const at::Tensor& grad, const Request& re
         const at::Tensor K = ev.values(t);
         if (own) {  // dL/dK_rc = p_rc (grad_r . v_c - delta_r)
           const at::Tensor gv = at::matmul(grad.narrow(1, r0, nr), v.narrow(1, c0, nc).transpose(1, 2));
-          return prob(K, lse.narrow(1, r0, nr).unsqueeze(2)) * (gv - delta.narrow(1, r0, nr).unsqueeze(2));
+          return reductions::softmax_product_grad(K, lse.narrow(1, r0, nr).unsqueeze(2), gv,
+                                                  delta.narrow(1, r0, nr).unsqueeze(2));
         }
         const at::Tensor gv = at::matmul(v.narrow(1, r0, nr), grad.narrow(1, c0, nc).transpose(1, 2));
-        return prob(K, lse.narrow(1, c0, nc).unsqueeze(1)) * (gv - delta.narrow(1, c0, nc).unsqueeze(1));
+        return reductions::softmax_product_grad(K, lse.narrow(1, c0, nc).unsqueeze(1), gv,
+                                                delta.narrow(1, c0, nc).unsqueeze(1));
       },
       [&](int64_t r0, int64_t nr, int64_t c0, int64_t nc, const at::Tensor& values) {
         // the transposed sweep: rows are V's rows, dV_r += sum_c p_cr grad_c
-        const at::Tensor p = prob(values, lse.narrow(1, c0, nc).unsqueeze(1));
+        const at::Tensor p = reductions::softmax_weight(values, lse.narrow(1, c0, nc).unsqueeze(1));
         dv.narrow(1, r0, nr).add_(at::matmul(p, grad.narrow(1, c0, nc)));
       });
   return {g[0], g[1], g[2], g[3], dv};
@@ -737,19 +703,6 @@ void condensed_index(int64_t n, int64_t r0, int64_t nr, int64_t c0, int64_t nc, 
   index = at::where(valid, i * n - at::div(i * (i + 1), 2, "floor") + (j - i - 1), at::zeros({}, lo));
 }
 
-// Tiles of the sweep that hold some valid pair.
-template <typename F>
-void for_each_triangle_tile(const Sweep& sw, bool upper, const F& f) {
-  for (int64_t r0 = 0; r0 < sw.rows(); r0 += sw.row_chunk) {
-    const int64_t nr = std::min(sw.row_chunk, sw.rows() - r0);
-    for (int64_t c0 = 0; c0 < sw.cols(); c0 += sw.col_chunk) {
-      const int64_t nc = std::min(sw.col_chunk, sw.cols() - c0);
-      const bool any = upper ? (c0 + nc - 1 > r0) : (c0 < r0 + nr - 1);
-      if (any) f(r0, nr, c0, nc);
-    }
-  }
-}
-
 }  // namespace
 
 at::Tensor pdist(const Request& req) {
@@ -758,7 +711,7 @@ at::Tensor pdist(const Request& req) {
   if (out.numel() == 0) return out;
   auto ev = make_evaluator(req.spec, req.value_type);
   Sweep sw(req, false, *ev);
-  for_each_triangle_tile(sw, true, [&](int64_t r0, int64_t nr, int64_t c0, int64_t nc) {
+  TriangleTiles{}(sw, true, [&](int64_t r0, int64_t nr, int64_t c0, int64_t nc) {
     at::Tensor index, valid;
     condensed_index(n, r0, nr, c0, nc, true, out.options(), index, valid);
     const at::Tensor values = ev->values(sw.tile(r0, nr, c0, nc));  // [B, nr, nc]
@@ -768,30 +721,16 @@ at::Tensor pdist(const Request& req) {
 }
 
 engine::Grads4 pdist_backward(const at::Tensor& grad, const Request& req, std::array<bool, 4> mask) {
-  engine::Grads4 g;
   const int64_t B = req.batch(), n = req.x.size(1);
-  if (B == 0 || n < 2) return g;
-  auto ev = make_evaluator(req.spec, req.value_type);
-  const bool need_x = mask[0] || mask[2], need_y = mask[1] || mask[3];
-  for (int pass = 0; pass < 2; ++pass) {
-    const bool transposed = pass == 1;
-    if (!(transposed ? need_y : need_x)) continue;
-    Sweep sw(req, transposed, *ev);
-    at::Tensor drow = at::zeros_like(sw.rowop);
-    at::Tensor dside = sw.rside.defined() ? at::zeros_like(sw.rside) : at::Tensor();
-    for_each_triangle_tile(sw, !transposed, [&](int64_t r0, int64_t nr, int64_t c0, int64_t nc) {
-      at::Tensor index, valid;
-      condensed_index(n, r0, nr, c0, nc, !transposed, grad.options(), index, valid);
-      const at::Tensor gup = at::where(valid, grad.index_select(1, index.flatten()).view({B, nr, nc}),
-                                       at::zeros({}, grad.options()));
-      at::Tensor drow_blk = drow.narrow(1, r0, nr);
-      at::Tensor dside_blk = dside.defined() ? dside.narrow(1, r0, nr) : at::Tensor();
-      ev->vjp(sw.tile(r0, nr, c0, nc), gup, drow_blk, dside_blk);
-    });
-    (transposed ? g[1] : g[0]) = drow;
-    (transposed ? g[3] : g[2]) = dside;
-  }
-  return g;
+  if (B == 0 || n < 2) return engine::Grads4();
+  return backward_sweeps(
+      req, mask, false,
+      [&](bool transposed, int64_t r0, int64_t nr, int64_t c0, int64_t nc) {
+        at::Tensor index, valid;
+        condensed_index(n, r0, nr, c0, nc, !transposed, grad.options(), index, valid);
+        return at::where(valid, grad.index_select(1, index.flatten()).view({B, nr, nc}), at::zeros({}, grad.options()));
+      },
+      [](int64_t, int64_t, int64_t, int64_t, const at::Tensor&) {}, TriangleTiles{});
 }
 
 }  // namespace tp::generic

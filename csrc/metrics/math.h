@@ -96,6 +96,11 @@ TP_HOST_DEVICE inline bool equal(T a, T b) { return a == b; }
 template <class T, if_floating<T> = 0>
 TP_HOST_DEVICE inline T sign(T x) { return x > T(0) ? T(1) : (x < T(0) ? T(-1) : x); }
 
+// A value autograd must treat as a constant (a tensor is detached; other types are values
+// already): e.g. logsumexp's shift, which keeps exp in range but does not change the result.
+template <class T, if_floating<T> = 0>
+TP_HOST_DEVICE inline T constant(T x) { return x; }
+
 // +inf as a double, in host and device code (std::numeric_limits is host-only under nvcc
 // without --expt-relaxed-constexpr).
 TP_HOST_DEVICE constexpr double infinity() { return __builtin_huge_val(); }

@@ -261,6 +261,10 @@ inline Vec<T> sign(const Vec<T>& x) {
 inline at::Tensor sign(const at::Tensor& x) { return x.sign(); }
 
 
+template <class T>
+inline Vec<T> constant(const Vec<T>& x) { return x; }
+inline at::Tensor constant(const at::Tensor& x) { return x.detach(); }
+
 // x^n for an integer n >= 0 (the generic powi is below, in math.h)
 inline at::Tensor powi(const at::Tensor& x, int64_t n) { return x.pow(static_cast<double>(n)); }
 

@@ -1,9 +1,12 @@
 // Autocast for every torchpair operator: under CPU or CUDA autocast, float16/bfloat16
-// tensor arguments are promoted to float32 (the seed's contract) and the operator runs with
-// autocast switched off below it, so its internal ATen calls (e.g. GEMMs) are not
-// re-downcast. One boxed kernel serves every schema.
+// tensor arguments are promoted to float32 and the operator runs with autocast switched off
+// below it, so its internal ATen calls (e.g. GEMMs) are not re-downcast. One boxed kernel
+// serves every schema. The core operators it covers are the TP_CORE_AUTOCAST rows of
+// ops/core_ops.h; the public operators are listed here.
 #include <ATen/autocast_mode.h>
 #include <torch/library.h>
+
+#include "ops/core_ops.h"
 
 namespace tp::ops {
 namespace {
@@ -31,9 +34,12 @@ void autocast_to_float32(const c10::OperatorHandle& op, c10::DispatchKeySet, tor
 
 void register_autocast(torch::Library& m) {
   for (const char* name : {"pairwise", "lazy_matmul", "lazy_reduce", "lazy_topk", "lazy_softmax_matmul", "knn",
-                           "hausdorff", "chamfer", "mmd", "energy_distance", "_dense", "_matmul", "_row_reduce",
-                           "_topk", "_softmax_matmul", "_paired"})
+                           "hausdorff", "chamfer", "mmd", "energy_distance", "pdist"})
     m.impl(name, torch::CppFunction::makeFromBoxedFunction<&autocast_to_float32>());
+#define TP_CORE_AUTOCAST_IMPL(id) \
+  m.impl(core_op::id::qualified_name, torch::CppFunction::makeFromBoxedFunction<&autocast_to_float32>());
+  TP_CORE_AUTOCAST(TP_CORE_AUTOCAST_IMPL)
+#undef TP_CORE_AUTOCAST_IMPL
 }
 
 }  // namespace
@@ -41,16 +47,3 @@ void register_autocast(torch::Library& m) {
 
 TORCH_LIBRARY_IMPL(torchpair, AutocastCPU, m) { tp::ops::register_autocast(m); }
 TORCH_LIBRARY_IMPL(torchpair, AutocastCUDA, m) { tp::ops::register_autocast(m); }
-
-// pdist (registered in its own block)
-namespace tp::ops {
-namespace {
-void register_pdist_autocast(torch::Library& m) {
-  for (const char* name : {"pdist", "_pdist"})
-    m.impl(name, torch::CppFunction::makeFromBoxedFunction<&autocast_to_float32>());
-}
-}  // namespace
-}  // namespace tp::ops
-
-TORCH_LIBRARY_IMPL(torchpair, AutocastCPU, m) { tp::ops::register_pdist_autocast(m); }
-TORCH_LIBRARY_IMPL(torchpair, AutocastCUDA, m) { tp::ops::register_pdist_autocast(m); }

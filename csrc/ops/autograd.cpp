@@ -1,34 +1,25 @@
 // C++ autograd for the core operators (registered to the Autograd key, so LibTorch users
-// get gradients exactly as Python users do). Each backward is itself a core operator
-// (_dense_backward, ...) that streams over tiles; saved state is the inputs (and small
-// per-row results such as a logsumexp), never an N x M buffer. Backward operators are
-// registered as non-differentiable: asking for a second derivative raises a clear error.
+// get gradients exactly as Python users do), generated from the table in ops/core_ops.h.
+// Each backward is itself a core operator (_dense_backward, ...) that streams over tiles;
+// saved state is the inputs (and small per-row results such as a logsumexp), never an
+// N x M buffer. Backward operators are registered as non-differentiable: asking for a
+// second derivative raises a clear error.
 #include <torch/autograd.h>
 #include <torch/library.h>
 
-#include <ATen/core/dispatch/Dispatcher.h>
-
-#include "ops/ops.h"
+#include "ops/core_ops.h"
 
 namespace tp::ops {
 namespace {
 
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
+using core_op::AR;
+using core_op::CO;
+using core_op::CT;
+using core_op::Dtype;
+using core_op::SV;
 using Opt = std::optional<at::Tensor>;
-using Dtype = std::optional<at::ScalarType>;
-using Back4 = std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor>;
-using Back5 = std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor>;
-using Mask4 = std::array<bool, 4>;
-using Mask5 = std::array<bool, 5>;
-
-template <typename Sig>
-c10::TypedOperatorHandle<Sig> handle(const char* name) {
-  return c10::Dispatcher::singleton().findSchemaOrThrow(name, "").typed<Sig>();
-}
-
-Opt maybe(const at::Tensor& t) { return t.defined() ? Opt(t) : Opt(); }
-at::Tensor grad_or_none(bool needed, const at::Tensor& g) { return needed ? g : at::Tensor(); }
 
 // Whether a call must record a graph node. Inference calls (grad mode off, or no operand
 // that requires grad) go straight to the kernel below autograd: a Function::apply costs an
@@ -36,243 +27,174 @@ at::Tensor grad_or_none(bool needed, const at::Tensor& g) { return needed ? g : 
 // nothing; on a small or memory-cold call that was a visible share of the whole operator.
 bool requires_grad(const at::Tensor& t) { return t.defined() && t.requires_grad(); }
 bool requires_grad(const Opt& t) { return t.has_value() && requires_grad(*t); }
+template <typename T>
+bool requires_grad(const T&) {
+  return false;
+}
 template <typename... T>
-bool records_graph(const T&... operands) {
-  return at::GradMode::is_enabled() && (requires_grad(operands) || ...);
+bool records_graph(const T&... args) {
+  return at::GradMode::is_enabled() && (requires_grad(args) || ...);
 }
 
-// The core operator `Name` called below the autograd key (its CPU / fake / ... kernel).
-template <const char* Name, typename Sig>
-struct BelowAutograd;
-template <const char* Name, typename Ret, typename... Args>
-struct BelowAutograd<Name, Ret(Args...)> {
-  static Ret call(Args... args) {
-    at::AutoDispatchBelowADInplaceOrView guard;
-    static auto op = handle<Ret(Args...)>(Name);
-    return op.call(args...);
+// How an argument of C++ type T is saved for the backward and read back. Tensors go to
+// save_for_backward (in argument order), the others to saved_data under their name.
+// `edge`: the argument's position among the inputs that have a graph edge (a tensor, or a
+// present optional tensor), -1 for the others; needs_input_grad() counts those edges only.
+template <typename T>
+struct Slot {  // bool, int64_t, double
+  using Stored = T;
+  static void save(AutogradContext* ctx, std::vector<at::Tensor>&, const char* key, T v) {
+    ctx->saved_data[key] = v;
+  }
+  static Stored load(AutogradContext* ctx, const variable_list&, size_t&, int64_t&, int64_t& edge, const char* key) {
+    edge = -1;
+    return ctx->saved_data[key].to<T>();
+  }
+};
+template <>
+struct Slot<const at::Tensor&> {
+  using Stored = at::Tensor;
+  static void save(AutogradContext*, std::vector<at::Tensor>& saved, const char*, const at::Tensor& t) {
+    saved.push_back(t);
+  }
+  static Stored load(AutogradContext*, const variable_list& s, size_t& i, int64_t& edges, int64_t& edge,
+                     const char*) {
+    edge = edges++;
+    return s[i++];
+  }
+};
+template <>
+struct Slot<const Opt&> {
+  using Stored = Opt;
+  static void save(AutogradContext*, std::vector<at::Tensor>& saved, const char*, const Opt& t) {
+    saved.push_back(t.value_or(at::Tensor()));
+  }
+  static Stored load(AutogradContext*, const variable_list& s, size_t& i, int64_t& edges, int64_t& edge,
+                     const char*) {
+    const at::Tensor& t = s[i++];
+    edge = t.defined() ? edges++ : -1;
+    return t.defined() ? Opt(t) : Opt();
+  }
+};
+template <>
+struct Slot<c10::string_view> {
+  using Stored = std::string;
+  static void save(AutogradContext* ctx, std::vector<at::Tensor>&, const char* key, c10::string_view v) {
+    ctx->saved_data[key] = std::string(v);
+  }
+  static Stored load(AutogradContext* ctx, const variable_list&, size_t&, int64_t&, int64_t& edge, const char* key) {
+    edge = -1;
+    return ctx->saved_data[key].toStringRef();
+  }
+};
+template <>
+struct Slot<at::ArrayRef<double>> {
+  using Stored = std::vector<double>;
+  static void save(AutogradContext* ctx, std::vector<at::Tensor>&, const char* key, at::ArrayRef<double> v) {
+    ctx->saved_data[key] = v.vec();
+  }
+  static Stored load(AutogradContext* ctx, const variable_list&, size_t&, int64_t&, int64_t& edge, const char* key) {
+    edge = -1;
+    return ctx->saved_data[key].toDoubleVector();
+  }
+};
+template <>
+struct Slot<Dtype> {
+  using Stored = Dtype;
+  static void save(AutogradContext* ctx, std::vector<at::Tensor>&, const char* key, Dtype v) {
+    ctx->saved_data[key] = v.has_value() ? c10::IValue(int64_t(*v)) : c10::IValue();
+  }
+  static Stored load(AutogradContext* ctx, const variable_list&, size_t&, int64_t&, int64_t& edge, const char* key) {
+    edge = -1;
+    const auto& d = ctx->saved_data[key];
+    return d.isNone() ? Dtype() : Dtype(at::ScalarType(d.toInt()));
   }
 };
 
-// needs_input_grad() counts only the tensors actually passed (absent optionals have no
-// edge): map it back onto argument positions.
-template <size_t N>
-std::array<bool, N> needed(AutogradContext* ctx, const std::array<bool, N>& present) {
-  std::array<bool, N> out{};
-  size_t edge = 0;
-  for (size_t i = 0; i < N; ++i) out[i] = present[i] ? ctx->needs_input_grad(edge++) : false;
-  return out;
+// An operator's outputs as a list, and back.
+variable_list as_list(const at::Tensor& t) { return {t}; }
+variable_list as_list(const variable_list& t) { return t; }
+template <typename... T>
+variable_list as_list(const std::tuple<T...>& t) {
+  return std::apply([](const auto&... v) { return variable_list{v...}; }, t);
 }
-
-// The engine arguments every core operator carries, saved for its backward.
-struct Engine {
-  std::string kernel;
-  std::vector<double> scalars;
-  bool symmetric = false, transpose = false;
-  Dtype dtype;
-
-  void save(AutogradContext* ctx) const {
-    ctx->saved_data["kernel"] = kernel;
-    ctx->saved_data["scalars"] = scalars;
-    ctx->saved_data["symmetric"] = symmetric;
-    ctx->saved_data["transpose"] = transpose;
-    ctx->saved_data["dtype"] = dtype.has_value() ? c10::IValue(int64_t(*dtype)) : c10::IValue();
-  }
-  static Engine load(AutogradContext* ctx) {
-    const auto& d = ctx->saved_data["dtype"];
-    return {ctx->saved_data["kernel"].toStringRef(), ctx->saved_data["scalars"].toDoubleVector(),
-            ctx->saved_data["symmetric"].toBool(), ctx->saved_data["transpose"].toBool(),
-            d.isNone() ? Dtype() : Dtype(at::ScalarType(d.toInt()))};
-  }
-};
-
-Engine engine_of(c10::string_view kernel, at::ArrayRef<double> scalars, bool symmetric, bool transpose, Dtype dtype) {
-  return {std::string(kernel), scalars.vec(), symmetric, transpose, dtype};
-}
-
-void save_operands(AutogradContext* ctx, const at::Tensor& x, const at::Tensor& y, const Opt& a, const Opt& b,
-                   std::vector<at::Tensor> extra = {}) {
-  std::vector<at::Tensor> all{x, y, a.value_or(at::Tensor()), b.value_or(at::Tensor())};
-  all.insert(all.end(), extra.begin(), extra.end());
-  ctx->save_for_backward(all);
-}
-
-variable_list four_then_none(const Mask4& mask, const Back4& g, size_t nones) {
-  variable_list out{grad_or_none(mask[0], std::get<0>(g)), grad_or_none(mask[1], std::get<1>(g)),
-                    grad_or_none(mask[2], std::get<2>(g)), grad_or_none(mask[3], std::get<3>(g))};
-  out.resize(4 + nones);
-  return out;
-}
-
-constexpr char kDense[] = "torchpair::_dense";
-constexpr char kRowReduce[] = "torchpair::_row_reduce";
-constexpr char kMatmul[] = "torchpair::_matmul";
-constexpr char kSoftmaxMatmul[] = "torchpair::_softmax_matmul";
-constexpr char kPaired[] = "torchpair::_paired";
-
-// ---- _dense -----------------------------------------------------------------------------
-using DenseSig = at::Tensor(const at::Tensor&, const at::Tensor&, const Opt&, const Opt&, c10::string_view,
-                            at::ArrayRef<double>, bool, bool, Dtype);
-using DenseBackSig = Back4(const at::Tensor&, const at::Tensor&, const at::Tensor&, const Opt&, const Opt&,
-                           c10::string_view, at::ArrayRef<double>, bool, bool, Dtype, Mask4);
-
-struct DenseFunction : public torch::autograd::Function<DenseFunction> {
-  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, const at::Tensor& y, const Opt& a,
-                            const Opt& b, c10::string_view kernel, at::ArrayRef<double> scalars, bool symmetric,
-                            bool transpose, Dtype dtype) {
-    save_operands(ctx, x, y, a, b);
-    engine_of(kernel, scalars, symmetric, transpose, dtype).save(ctx);
-    return BelowAutograd<kDense, DenseSig>::call(x, y, a, b, kernel, scalars, symmetric, transpose, dtype);
-  }
-  static variable_list backward(AutogradContext* ctx, variable_list grads) {
-    const auto s = ctx->get_saved_variables();
-    const Engine e = Engine::load(ctx);
-    const auto mask = needed<4>(ctx, {true, true, s[2].defined(), s[3].defined()});
-    static auto op = handle<DenseBackSig>("torchpair::_dense_backward");
-    return four_then_none(mask, op.call(grads[0], s[0], s[1], maybe(s[2]), maybe(s[3]), e.kernel, e.scalars,
-                                        e.symmetric, e.transpose, e.dtype, mask),
-                          5);
-  }
-};
-
-// ---- _row_reduce ------------------------------------------------------------------------
-using ReduceSig = at::Tensor(const at::Tensor&, const at::Tensor&, const Opt&, const Opt&, c10::string_view,
-                             c10::string_view, at::ArrayRef<double>, bool, bool, Dtype, double, const Opt&, double);
-using ReduceBackSig = Back5(const at::Tensor&, const at::Tensor&, const at::Tensor&, const Opt&, const Opt&,
-                            c10::string_view, const at::Tensor&, c10::string_view, at::ArrayRef<double>, bool, bool,
-                            Dtype, double, const Opt&, Mask5);
-
-struct RowReduceFunction : public torch::autograd::Function<RowReduceFunction> {
-  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, const at::Tensor& y, const Opt& a,
-                            const Opt& b, c10::string_view reduction, c10::string_view kernel,
-                            at::ArrayRef<double> scalars, bool symmetric, bool transpose, Dtype dtype, double scale,
-                            const Opt& weight, double threshold) {
-    const at::Tensor result = BelowAutograd<kRowReduce, ReduceSig>::call(x, y, a, b, reduction, kernel, scalars,
-                                                                         symmetric, transpose, dtype, scale, weight,
-                                                                         threshold);
-    save_operands(ctx, x, y, a, b, {result, weight.value_or(at::Tensor())});
-    engine_of(kernel, scalars, symmetric, transpose, dtype).save(ctx);
-    ctx->saved_data["reduction"] = std::string(reduction);
-    ctx->saved_data["scale"] = scale;
-    return result;
-  }
-  static variable_list backward(AutogradContext* ctx, variable_list grads) {
-    const auto s = ctx->get_saved_variables();
-    const Engine e = Engine::load(ctx);
-    const auto mask = needed<5>(ctx, {true, true, s[2].defined(), s[3].defined(), s[5].defined()});
-    static auto op = handle<ReduceBackSig>("torchpair::_row_reduce_backward");
-    auto [dx, dy, da, db, dw] =
-        op.call(grads[0], s[0], s[1], maybe(s[2]), maybe(s[3]), ctx->saved_data["reduction"].toStringRef(), s[4],
-                e.kernel, e.scalars, e.symmetric, e.transpose, e.dtype, ctx->saved_data["scale"].toDouble(),
-                maybe(s[5]), mask);
-    variable_list out{grad_or_none(mask[0], dx), grad_or_none(mask[1], dy), grad_or_none(mask[2], da),
-                      grad_or_none(mask[3], db)};
-    out.resize(13);
-    out[11] = grad_or_none(mask[4], dw);
+template <typename Ret>
+Ret from_list(const variable_list& r) {
+  if constexpr (std::is_same_v<Ret, at::Tensor>) {
+    return r[0];
+  } else {
+    Ret out;
+    std::apply([&](auto&... t) {
+      size_t i = 0;
+      ((t = r[i++]), ...);
+    }, out);
     return out;
   }
-};
-
-// ---- _matmul ----------------------------------------------------------------------------
-using MatmulSig = at::Tensor(const at::Tensor&, const at::Tensor&, const Opt&, const Opt&, const at::Tensor&,
-                             c10::string_view, at::ArrayRef<double>, bool, bool, Dtype);
-using MatmulBackSig = Back5(const at::Tensor&, const at::Tensor&, const at::Tensor&, const Opt&, const Opt&,
-                            const at::Tensor&, c10::string_view, at::ArrayRef<double>, bool, bool, Dtype, Mask5);
-
-struct MatmulFunction : public torch::autograd::Function<MatmulFunction> {
-  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, const at::Tensor& y, const Opt& a,
-                            const Opt& b, const at::Tensor& v, c10::string_view kernel, at::ArrayRef<double> scalars,
-                            bool symmetric, bool transpose, Dtype dtype) {
-    save_operands(ctx, x, y, a, b, {v});
-    engine_of(kernel, scalars, symmetric, transpose, dtype).save(ctx);
-    return BelowAutograd<kMatmul, MatmulSig>::call(x, y, a, b, v, kernel, scalars, symmetric, transpose, dtype);
-  }
-  static variable_list backward(AutogradContext* ctx, variable_list grads) {
-    const auto s = ctx->get_saved_variables();
-    const Engine e = Engine::load(ctx);
-    const auto mask = needed<5>(ctx, {true, true, s[2].defined(), s[3].defined(), true});
-    static auto op = handle<MatmulBackSig>("torchpair::_matmul_backward");
-    auto [dx, dy, da, db, dv] = op.call(grads[0], s[0], s[1], maybe(s[2]), maybe(s[3]), s[4], e.kernel, e.scalars,
-                                        e.symmetric, e.transpose, e.dtype, mask);
-    variable_list out{grad_or_none(mask[0], dx), grad_or_none(mask[1], dy), grad_or_none(mask[2], da),
-                      grad_or_none(mask[3], db), grad_or_none(mask[4], dv)};
-    out.resize(10);
-    return out;
-  }
-};
-
-// ---- _softmax_matmul (outputs: out, and the rows' logsumexp, which is not differentiable) --
-using SoftmaxSig = std::tuple<at::Tensor, at::Tensor>(const at::Tensor&, const at::Tensor&, const Opt&, const Opt&,
-                                                      const at::Tensor&, c10::string_view, at::ArrayRef<double>, bool,
-                                                      bool, Dtype);
-using SoftmaxBackSig = Back5(const at::Tensor&, const at::Tensor&, const at::Tensor&, const Opt&, const Opt&,
-                             const at::Tensor&, const at::Tensor&, const at::Tensor&, c10::string_view,
-                             at::ArrayRef<double>, bool, bool, Dtype, Mask5);
-
-struct SoftmaxMatmulFunction : public torch::autograd::Function<SoftmaxMatmulFunction> {
-  static variable_list forward(AutogradContext* ctx, const at::Tensor& x, const at::Tensor& y, const Opt& a,
-                               const Opt& b, const at::Tensor& v, c10::string_view kernel,
-                               at::ArrayRef<double> scalars, bool symmetric, bool transpose, Dtype dtype) {
-    auto [out, lse] =
-        BelowAutograd<kSoftmaxMatmul, SoftmaxSig>::call(x, y, a, b, v, kernel, scalars, symmetric, transpose, dtype);
-    save_operands(ctx, x, y, a, b, {v, out, lse});
-    engine_of(kernel, scalars, symmetric, transpose, dtype).save(ctx);
-    ctx->mark_non_differentiable({lse});
-    return {out, lse};
-  }
-  static variable_list backward(AutogradContext* ctx, variable_list grads) {
-    const auto s = ctx->get_saved_variables();
-    const Engine e = Engine::load(ctx);
-    const auto mask = needed<5>(ctx, {true, true, s[2].defined(), s[3].defined(), true});
-    const at::Tensor g = grads[0].defined() ? grads[0] : at::zeros_like(s[5]);
-    static auto op = handle<SoftmaxBackSig>("torchpair::_softmax_matmul_backward");
-    auto [dx, dy, da, db, dv] = op.call(g, s[0], s[1], maybe(s[2]), maybe(s[3]), s[4], s[5], s[6], e.kernel,
-                                        e.scalars, e.symmetric, e.transpose, e.dtype, mask);
-    variable_list out{grad_or_none(mask[0], dx), grad_or_none(mask[1], dy), grad_or_none(mask[2], da),
-                      grad_or_none(mask[3], db), grad_or_none(mask[4], dv)};
-    out.resize(10);
-    return out;
-  }
-};
-
-// ---- _paired ----------------------------------------------------------------------------
-using PairedSig = at::Tensor(const at::Tensor&, const at::Tensor&, const Opt&, const Opt&, const Opt&,
-                             c10::string_view, at::ArrayRef<double>, Dtype);
-using PairedBackSig = Back4(const at::Tensor&, const at::Tensor&, const at::Tensor&, const Opt&, const Opt&,
-                            const Opt&, c10::string_view, at::ArrayRef<double>, Dtype, Mask4);
-
-struct PairedFunction : public torch::autograd::Function<PairedFunction> {
-  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, const at::Tensor& y, const Opt& a,
-                            const Opt& b, const Opt& self_mask, c10::string_view kernel, at::ArrayRef<double> scalars,
-                            Dtype dtype) {
-    save_operands(ctx, x, y, a, b, {self_mask.value_or(at::Tensor())});
-    engine_of(kernel, scalars, false, false, dtype).save(ctx);
-    return BelowAutograd<kPaired, PairedSig>::call(x, y, a, b, self_mask, kernel, scalars, dtype);
-  }
-  static variable_list backward(AutogradContext* ctx, variable_list grads) {
-    const auto s = ctx->get_saved_variables();
-    const Engine e = Engine::load(ctx);
-    // self_mask is bool, it never needs a gradient (and has an edge only when given)
-    const auto mask = needed<4>(ctx, {true, true, s[2].defined(), s[3].defined()});
-    static auto op = handle<PairedBackSig>("torchpair::_paired_backward");
-    return four_then_none(mask, op.call(grads[0], s[0], s[1], maybe(s[2]), maybe(s[3]), maybe(s[4]), e.kernel,
-                                        e.scalars, e.dtype, mask),
-                          4);
-  }
-};
-
-// ---- _topk: not differentiable (like argmax); outputs carry no graph ---------------------
-using TopkSig = std::tuple<at::Tensor, at::Tensor>(const at::Tensor&, const at::Tensor&, const Opt&, const Opt&,
-                                                   int64_t, bool, bool, c10::string_view, at::ArrayRef<double>, bool,
-                                                   bool, Dtype);
-
-std::tuple<at::Tensor, at::Tensor> topk_autograd(const at::Tensor& x, const at::Tensor& y, const Opt& a,
-                                                 const Opt& b, int64_t k, bool largest, bool nan_first,
-                                                 c10::string_view kernel, at::ArrayRef<double> scalars,
-                                                 bool symmetric, bool transpose, Dtype dtype) {
-  at::AutoDispatchBelowADInplaceOrView guard;
-  static auto op = handle<TopkSig>("torchpair::_topk");
-  return op.call(x, y, a, b, k, largest, nan_first, kernel, scalars, symmetric, transpose, dtype);
 }
+// What Function::forward returns: a tensor stays a tensor, a tuple becomes a list.
+template <typename Ret>
+using ForwardResult = std::conditional_t<std::is_same_v<Ret, at::Tensor>, at::Tensor, variable_list>;
+inline at::Tensor forward_result(const at::Tensor& t) { return t; }
+template <typename... T>
+variable_list forward_result(const std::tuple<T...>& t) {
+  return as_list(t);
+}
+inline at::Tensor grad_or_none(bool needed, const at::Tensor& g) { return needed ? g : at::Tensor(); }
+
+#define TP_SAVE_ARG(name, T, type, dflt, src) Slot<T>::save(ctx, tp_saved, #name, name);
+#define TP_SAVE_OUT(name, index) tp_saved.push_back(tp_outs[index]);
+#define TP_MARK_OUT(name, index) ctx->mark_non_differentiable({tp_outs[index]});
+#define TP_LOAD_ARG(name, T, type, dflt, src)                                                          \
+  [[maybe_unused]] int64_t name##_edge;                                                           \
+  [[maybe_unused]] const Slot<T>::Stored name =                                                   \
+      Slot<T>::load(ctx, tp_s, tp_i, tp_edges, name##_edge, #name);
+#define TP_LOAD_OUT(name, index) const at::Tensor name = tp_s[tp_i++];
+#define TP_COUNT(name) +1
+#define TP_MASK_ENTRY(name) output_mask[tp_m++] = name##_edge >= 0 && ctx->needs_input_grad(name##_edge);
+#define TP_GRAD_ENTRY(name) \
+  tp_out[Index::name] = grad_or_none(output_mask[tp_m], tp_g[tp_m]); \
+  ++tp_m;
+#define TP_ENUM0(name, T, type, dflt, src) name
+#define TP_ENUM(name, T, type, dflt, src) , name
+
+// The autograd::Function of a differentiable core operator, and its Autograd-key kernel.
+#define TP_CORE_FUNCTION(id, back, condition)                                                    \
+  struct id##_function : public torch::autograd::Function<id##_function> {                        \
+    using Op = core_op::id;                                                                       \
+    using Back = core_op::back;                                                                   \
+    struct Index {                                                                                \
+      enum : size_t { TP_CORE_ARGS_##id(TP_ENUM0, TP_ENUM), count };                              \
+    };                                                                                            \
+    static ForwardResult<Op::Ret> forward(AutogradContext* ctx, TP_CORE_KERNEL_ARGS(id)) {       \
+      auto tp_r = Op::call_below_autograd(TP_CORE_ARG_NAMES(id));                                \
+      [[maybe_unused]] const variable_list tp_outs = as_list(tp_r);                               \
+      std::vector<at::Tensor> tp_saved;                                                           \
+      TP_CORE_ARGS_##id(TP_SAVE_ARG, TP_SAVE_ARG) TP_CORE_SAVED_##id(TP_SAVE_OUT)                 \
+      ctx->save_for_backward(tp_saved);                                                           \
+      TP_CORE_NONDIFF_##id(TP_MARK_OUT) return forward_result(tp_r);                              \
+    }                                                                                             \
+    static variable_list backward(AutogradContext* ctx, variable_list grads) {                   \
+      const variable_list tp_s = ctx->get_saved_variables();                                      \
+      size_t tp_i = 0;                                                                            \
+      int64_t tp_edges = 0;                                                                       \
+      TP_CORE_ARGS_##id(TP_LOAD_ARG, TP_LOAD_ARG) TP_CORE_SAVED_##id(TP_LOAD_OUT)                 \
+      std::array<bool, 0 TP_CORE_DIFF_##id(TP_COUNT)> output_mask{};                              \
+      size_t tp_m = 0;                                                                            \
+      TP_CORE_DIFF_##id(TP_MASK_ENTRY)                                                            \
+      const at::Tensor& grad = grads[0];                                                          \
+      const variable_list tp_g = as_list(Back::call(TP_CORE_ARG_NAMES(back)));                    \
+      variable_list tp_out(Index::count);                                                         \
+      tp_m = 0;                                                                                   \
+      TP_CORE_DIFF_##id(TP_GRAD_ENTRY) return tp_out;                                             \
+    }                                                                                             \
+    static Op::Ret autograd_kernel(TP_CORE_KERNEL_ARGS(id)) {                                              \
+      if (!(condition) || !records_graph(TP_CORE_ARG_NAMES(id)))                                  \
+        return Op::call_below_autograd(TP_CORE_ARG_NAMES(id));                                    \
+      return from_list<Op::Ret>(as_list(apply(TP_CORE_ARG_NAMES(id))));                           \
+    }                                                                                             \
+  };
+TP_CORE_AUTOGRAD(TP_CORE_FUNCTION)
+#undef TP_CORE_FUNCTION
 
 // ---- backward operators: forward through, and a clear error if differentiated again ------
 [[noreturn]] void second_derivative_error(const char* name) {
@@ -280,149 +202,36 @@ std::tuple<at::Tensor, at::Tensor> topk_autograd(const at::Tensor& x, const at::
               " has no derivative). torchpair operators support first derivatives only.");
 }
 
-template <const char* Name, typename Ret, typename... Args>
-struct NoDoubleBackward : public torch::autograd::Function<NoDoubleBackward<Name, Ret, Args...>> {
+template <typename Op, typename Sig = typename Op::Sig>
+struct NoDoubleBackward;
+template <typename Op, typename Ret, typename... Args>
+struct NoDoubleBackward<Op, Ret(Args...)> : public torch::autograd::Function<NoDoubleBackward<Op, Ret(Args...)>> {
   static variable_list forward(AutogradContext*, Args... args) {
-    at::AutoDispatchBelowADInplaceOrView guard;
-    static auto op = handle<Ret(Args...)>(Name);
-    return std::apply([](auto&&... t) { return variable_list{t...}; }, op.call(args...));
+    return as_list(Op::call_below_autograd(args...));
   }
-  static variable_list backward(AutogradContext*, variable_list) { second_derivative_error(Name); }
+  static variable_list backward(AutogradContext*, variable_list) { second_derivative_error(Op::qualified_name); }
+  static Ret kernel(Args... args) { return from_list<Ret>(NoDoubleBackward::apply(args...)); }
 };
 
-template <const char* Name, typename Ret, typename... Args>
-Ret no_double_backward(Args... args) {
-  auto r = NoDoubleBackward<Name, Ret, Args...>::apply(args...);
-  Ret out;
-  std::apply([&](auto&... t) {
-    size_t i = 0;
-    ((t = r[i++]), ...);
-  }, out);
-  return out;
-}
-
-constexpr char kDenseBackward[] = "torchpair::_dense_backward";
-constexpr char kReduceBackward[] = "torchpair::_row_reduce_backward";
-constexpr char kMatmulBackward[] = "torchpair::_matmul_backward";
-constexpr char kSoftmaxBackward[] = "torchpair::_softmax_matmul_backward";
-constexpr char kPairedBackward[] = "torchpair::_paired_backward";
+// A core operator without a derivative: its kernel below autograd, no graph.
+template <typename Op, typename Sig = typename Op::Sig>
+struct NoGraph;
+template <typename Op, typename Ret, typename... Args>
+struct NoGraph<Op, Ret(Args...)> {
+  static Ret kernel(Args... args) { return Op::call_below_autograd(args...); }
+};
 
 }  // namespace
 }  // namespace tp::ops
 
 TORCH_LIBRARY_IMPL(torchpair, Autograd, m) {
   using namespace tp::ops;
-  using at::Tensor;
-  using Opt = std::optional<at::Tensor>;
-  using Dtype = std::optional<at::ScalarType>;
-  m.impl("_dense", [](const Tensor& x, const Tensor& y, const Opt& a, const Opt& b, c10::string_view kernel,
-                      at::ArrayRef<double> scalars, bool symmetric, bool transpose, Dtype dtype) {
-    if (!records_graph(x, y, a, b))
-      return BelowAutograd<kDense, DenseSig>::call(x, y, a, b, kernel, scalars, symmetric, transpose, dtype);
-    return DenseFunction::apply(x, y, a, b, kernel, scalars, symmetric, transpose, dtype);
-  });
-  m.impl("_row_reduce", [](const Tensor& x, const Tensor& y, const Opt& a, const Opt& b, c10::string_view reduction,
-                           c10::string_view kernel, at::ArrayRef<double> scalars, bool symmetric, bool transpose,
-                           Dtype dtype, double scale, const Opt& weight, double threshold) {
-    // a count (int64) has no gradient: no graph, whatever requires grad
-    if (reduction == "count" || !records_graph(x, y, a, b, weight))
-      return BelowAutograd<kRowReduce, ReduceSig>::call(x, y, a, b, reduction, kernel, scalars, symmetric, transpose,
-                                                        dtype, scale, weight, threshold);
-    return RowReduceFunction::apply(x, y, a, b, reduction, kernel, scalars, symmetric, transpose, dtype, scale, weight,
-                                    threshold);
-  });
-  m.impl("_matmul", [](const Tensor& x, const Tensor& y, const Opt& a, const Opt& b, const Tensor& v,
-                       c10::string_view kernel, at::ArrayRef<double> scalars, bool symmetric, bool transpose,
-                       Dtype dtype) {
-    if (!records_graph(x, y, a, b, v))
-      return BelowAutograd<kMatmul, MatmulSig>::call(x, y, a, b, v, kernel, scalars, symmetric, transpose, dtype);
-    return MatmulFunction::apply(x, y, a, b, v, kernel, scalars, symmetric, transpose, dtype);
-  });
-  m.impl("_softmax_matmul", [](const Tensor& x, const Tensor& y, const Opt& a, const Opt& b, const Tensor& v,
-                               c10::string_view kernel, at::ArrayRef<double> scalars, bool symmetric, bool transpose,
-                               Dtype dtype) {
-    if (!records_graph(x, y, a, b, v))
-      return BelowAutograd<kSoftmaxMatmul, SoftmaxSig>::call(x, y, a, b, v, kernel, scalars, symmetric, transpose,
-                                                              dtype);
-    auto r = SoftmaxMatmulFunction::apply(x, y, a, b, v, kernel, scalars, symmetric, transpose, dtype);
-    return std::make_tuple(r[0], r[1]);
-  });
-  m.impl("_paired", [](const Tensor& x, const Tensor& y, const Opt& a, const Opt& b, const Opt& self_mask,
-                       c10::string_view kernel, at::ArrayRef<double> scalars, Dtype dtype) {
-    if (!records_graph(x, y, a, b))
-      return BelowAutograd<kPaired, PairedSig>::call(x, y, a, b, self_mask, kernel, scalars, dtype);
-    return PairedFunction::apply(x, y, a, b, self_mask, kernel, scalars, dtype);
-  });
-  m.impl("_topk", &topk_autograd);
-
-  using Back4 = std::tuple<Tensor, Tensor, Tensor, Tensor>;
-  using Back5 = std::tuple<Tensor, Tensor, Tensor, Tensor, Tensor>;
-  using CT = const Tensor&;
-  using CO = const Opt&;
-  using SV = c10::string_view;
-  using AR = at::ArrayRef<double>;
-  m.impl("_dense_backward", &no_double_backward<kDenseBackward, Back4, CT, CT, CT, CO, CO, SV, AR, bool, bool, Dtype,
-                                                std::array<bool, 4>>);
-  m.impl("_row_reduce_backward", &no_double_backward<kReduceBackward, Back5, CT, CT, CT, CO, CO, SV, CT, SV, AR, bool,
-                                                     bool, Dtype, double, CO, std::array<bool, 5>>);
-  m.impl("_matmul_backward", &no_double_backward<kMatmulBackward, Back5, CT, CT, CT, CO, CO, CT, SV, AR, bool, bool,
-                                                 Dtype, std::array<bool, 5>>);
-  m.impl("_softmax_matmul_backward", &no_double_backward<kSoftmaxBackward, Back5, CT, CT, CT, CO, CO, CT, CT, CT, SV,
-                                                         AR, bool, bool, Dtype, std::array<bool, 5>>);
-  m.impl("_paired_backward",
-         &no_double_backward<kPairedBackward, Back4, CT, CT, CT, CO, CO, CO, SV, AR, Dtype, std::array<bool, 4>>);
-}
-
-// ---- _pdist -------------------------------------------------------------------------------
-namespace tp::ops {
-namespace {
-
-constexpr char kPdist[] = "torchpair::_pdist";
-using PdistSig = at::Tensor(const at::Tensor&, const at::Tensor&, const Opt&, const Opt&, c10::string_view,
-                            at::ArrayRef<double>, bool, Dtype);
-using PdistBackSig = Back4(const at::Tensor&, const at::Tensor&, const at::Tensor&, const Opt&, const Opt&,
-                           c10::string_view, at::ArrayRef<double>, bool, Dtype, Mask4);
-
-struct PdistFunction : public torch::autograd::Function<PdistFunction> {
-  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, const at::Tensor& y, const Opt& a,
-                            const Opt& b, c10::string_view kernel, at::ArrayRef<double> scalars, bool symmetric,
-                            Dtype dtype) {
-    save_operands(ctx, x, y, a, b);
-    engine_of(kernel, scalars, symmetric, false, dtype).save(ctx);
-    return BelowAutograd<kPdist, PdistSig>::call(x, y, a, b, kernel, scalars, symmetric, dtype);
-  }
-  static variable_list backward(AutogradContext* ctx, variable_list grads) {
-    const auto s = ctx->get_saved_variables();
-    const Engine e = Engine::load(ctx);
-    const auto mask = needed<4>(ctx, {true, true, s[2].defined(), s[3].defined()});
-    static auto op = handle<PdistBackSig>("torchpair::_pdist_backward");
-    return four_then_none(mask, op.call(grads[0], s[0], s[1], maybe(s[2]), maybe(s[3]), e.kernel, e.scalars,
-                                        e.symmetric, e.dtype, mask),
-                          4);
-  }
-};
-
-constexpr char kPdistBackward[] = "torchpair::_pdist_backward";
-
-}  // namespace
-}  // namespace tp::ops
-
-TORCH_LIBRARY_IMPL(torchpair, Autograd, m) {
-  using namespace tp::ops;
-  using at::Tensor;
-  using Opt = std::optional<at::Tensor>;
-  using Dtype = std::optional<at::ScalarType>;
-  using Back4 = std::tuple<Tensor, Tensor, Tensor, Tensor>;
-  using CT = const Tensor&;
-  using CO = const Opt&;
-  using SV = c10::string_view;
-  using AR = at::ArrayRef<double>;
-  m.impl("_pdist", [](const Tensor& x, const Tensor& y, const Opt& a, const Opt& b, c10::string_view kernel,
-                      at::ArrayRef<double> scalars, bool symmetric, Dtype dtype) {
-    if (!records_graph(x, y, a, b))
-      return BelowAutograd<kPdist, PdistSig>::call(x, y, a, b, kernel, scalars, symmetric, dtype);
-    return PdistFunction::apply(x, y, a, b, kernel, scalars, symmetric, dtype);
-  });
-  m.impl("_pdist_backward",
-         &no_double_backward<kPdistBackward, Back4, CT, CT, CT, CO, CO, SV, AR, bool, Dtype, std::array<bool, 4>>);
+#define TP_REGISTER_AUTOGRAD(id, back, condition)                               \
+  m.impl(core_op::id::qualified_name, &id##_function::autograd_kernel);                  \
+  m.impl(core_op::back::qualified_name, &NoDoubleBackward<core_op::back>::kernel);
+  TP_CORE_AUTOGRAD(TP_REGISTER_AUTOGRAD)
+#undef TP_REGISTER_AUTOGRAD
+#define TP_REGISTER_NO_GRAPH(id) m.impl(core_op::id::qualified_name, &NoGraph<core_op::id>::kernel);
+  TP_CORE_NOT_DIFFERENTIABLE(TP_REGISTER_NO_GRAPH)
+#undef TP_REGISTER_NO_GRAPH
 }

@@ -12,7 +12,6 @@ c10::TypedOperatorHandle<Sig> handle(const char* name) {
 }
 
 using Opt = std::optional<at::Tensor>;
-using Dtype = std::optional<at::ScalarType>;
 using SV = c10::string_view;
 using CT = const at::Tensor&;
 using Pair = std::tuple<at::Tensor, at::Tensor>;
@@ -88,48 +87,6 @@ at::Tensor energy_distance(const at::Tensor& x, const at::Tensor& y, const std::
   return op.call(x, y, metric TP_PARAM_FIELDS);
 }
 
-// ---- core operators -------------------------------------------------------------------
-
-at::Tensor dense(const Core& c) {
-  static auto op = handle<at::Tensor(CT, CT, const Opt&, const Opt&, SV, at::ArrayRef<double>, bool, bool, Dtype)>(
-      "torchpair::_dense");
-  return op.call(c.x, c.y, c.a, c.b, c.kernel, c.scalars, c.symmetric, c.transpose, c.dtype);
-}
-
-at::Tensor matmul(const Core& c, const at::Tensor& v) {
-  static auto op = handle<at::Tensor(CT, CT, const Opt&, const Opt&, CT, SV, at::ArrayRef<double>, bool, bool,
-                                     Dtype)>("torchpair::_matmul");
-  return op.call(c.x, c.y, c.a, c.b, v, c.kernel, c.scalars, c.symmetric, c.transpose, c.dtype);
-}
-
-at::Tensor row_reduce(const Core& c, const std::string& reduction, double scale, const std::optional<at::Tensor>& weight,
-                      double threshold) {
-  static auto op = handle<at::Tensor(CT, CT, const Opt&, const Opt&, SV, SV, at::ArrayRef<double>, bool, bool, Dtype,
-                                     double, const Opt&, double)>("torchpair::_row_reduce");
-  return op.call(c.x, c.y, c.a, c.b, reduction, c.kernel, c.scalars, c.symmetric, c.transpose, c.dtype, scale, weight,
-                 threshold);
-}
-
-std::tuple<at::Tensor, at::Tensor> topk(const Core& c, int64_t k, bool largest, bool nan_first) {
-  static auto op = handle<Pair(CT, CT, const Opt&, const Opt&, int64_t, bool, bool, SV, at::ArrayRef<double>, bool,
-                               bool, Dtype)>("torchpair::_topk");
-  return op.call(c.x, c.y, c.a, c.b, k, largest, nan_first, c.kernel, c.scalars, c.symmetric, c.transpose, c.dtype);
-}
-
-std::tuple<at::Tensor, at::Tensor> softmax_matmul(const Core& c, const at::Tensor& v) {
-  static auto op = handle<Pair(CT, CT, const Opt&, const Opt&, CT, SV, at::ArrayRef<double>, bool, bool, Dtype)>(
-      "torchpair::_softmax_matmul");
-  return op.call(c.x, c.y, c.a, c.b, v, c.kernel, c.scalars, c.symmetric, c.transpose, c.dtype);
-}
-
-at::Tensor paired(const at::Tensor& x, const at::Tensor& y, const std::optional<at::Tensor>& a,
-                  const std::optional<at::Tensor>& b, const std::optional<at::Tensor>& self_mask,
-                  const std::string& kernel, const std::vector<double>& scalars, std::optional<at::ScalarType> dtype) {
-  static auto op = handle<at::Tensor(CT, CT, const Opt&, const Opt&, const Opt&, SV, at::ArrayRef<double>, Dtype)>(
-      "torchpair::_paired");
-  return op.call(x, y, a, b, self_mask, kernel, scalars, dtype);
-}
-
 }  // namespace tp::ops
 
 // ---- pdist ------------------------------------------------------------------------------
@@ -150,10 +107,8 @@ at::Tensor pdist(const at::Tensor& x, const std::string& metric, const Compariso
 }
 
 at::Tensor condensed(const Core& c) {
-  TORCH_CHECK_VALUE(!c.transpose, "torchpair._pdist: the condensed triangle has no transpose");
-  static auto op = handle<at::Tensor(CT, CT, const Opt&, const Opt&, SV, at::ArrayRef<double>, bool, Dtype)>(
-      "torchpair::_pdist");
-  return op.call(c.x, c.y, c.a, c.b, c.kernel, c.scalars, c.symmetric, c.dtype);
+  TORCH_CHECK_VALUE(!c.transposed, "torchpair._pdist: the condensed triangle has no transpose");
+  return core_op::pdist::call(c);
 }
 
 }  // namespace tp::ops

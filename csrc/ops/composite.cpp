@@ -46,7 +46,7 @@ void check_input(const char* op, const char* name, const at::Tensor& t, const ca
   TORCH_CHECK_VALUE(t.dim() >= 2, "torchpair.", op, ": '", name, "' must have shape [..., rows, features], got ",
                     t.dim(), " dimension(s) ", t.sym_sizes());
   const auto st = t.scalar_type();
-  if (info.family == "boolean") {  // bool, integer or floating (nonzero = True / values compared)
+  if (info.family == catalog::Family::kBoolean) {  // bool, integer or floating (nonzero = True / values compared)
     TORCH_CHECK_TYPE(at::isIntegralType(st, /*includeBool=*/true) || at::isFloatingType(st), "torchpair.", op,
                      ": metric '", info.name, "' needs a bool, integer or floating '", name, "' (", info.input,
                      "), got ", dtype_name(st));
@@ -100,8 +100,8 @@ Flat flatten(const char* op, const catalog::MetricInfo& info, const at::Tensor& 
     TORCH_CHECK_VALUE(x.device() == y.device(), "torchpair.", op, ": 'x' is on ", x.device(), " but 'y' is on ",
                       y.device());
     // Boolean-family metrics take mixed dtypes (each side is packed / compared by value).
-    TORCH_CHECK_TYPE(x.scalar_type() == y.scalar_type() || info.family == "boolean", "torchpair.", op, ": 'x' has dtype ",
-                     dtype_name(x.scalar_type()), " but 'y' has ", dtype_name(y.scalar_type()),
+    TORCH_CHECK_TYPE(x.scalar_type() == y.scalar_type() || info.family == catalog::Family::kBoolean, "torchpair.", op,
+                     ": 'x' has dtype ", dtype_name(x.scalar_type()), " but 'y' has ", dtype_name(y.scalar_type()),
                      "; convert them to one dtype");
     TORCH_CHECK_VALUE(x.sym_size(-1) == y.sym_size(-1), "torchpair.", op, ": 'x' has ", x.sym_size(-1),
                       " features but 'y' has ", y.sym_size(-1), " (last dimension)");
@@ -126,7 +126,7 @@ Flat flatten(const char* op, const catalog::MetricInfo& info, const at::Tensor& 
   return f;
 }
 
-Core core_of(const catalog::Prepared& p, bool transpose) {
+Core core_of(const catalog::Prepared& p, bool transposed) {
   Core c;
   c.x = p.x;
   c.y = p.y;
@@ -135,7 +135,7 @@ Core core_of(const catalog::Prepared& p, bool transpose) {
   c.kernel = p.kernel;
   c.scalars = p.scalars;
   c.symmetric = p.symmetric;
-  c.transpose = transpose;
+  c.transposed = transposed;
   c.dtype = p.dtype;
   return c;
 }
@@ -147,7 +147,8 @@ catalog::Prepared prepare(const char* op, const catalog::MetricInfo& info, Flat&
   catalog::Prepared p = info.prepare(f.in, o);
   // Kernels over non-floating operands (Boolean family) give results in their value dtype;
   // `equal` is bool where the result holds entries of the matrix itself (dense, selections).
-  if (p.dtype.has_value()) f.result_dtype = (selection && info.output == "bool") ? at::kBool : *p.dtype;
+  if (p.dtype.has_value())
+    f.result_dtype = (selection && info.output_dtype == catalog::OutputDtype::kBool) ? at::kBool : *p.dtype;
   return p;
 }
 
@@ -169,7 +170,7 @@ at::Tensor restore(const at::Tensor& out_in, const Flat& f, std::initializer_lis
 // V must have x's dtype; Boolean-family metrics take any floating V instead (their inputs
 // need not be floating).
 void check_v_dtype(const char* op, const catalog::MetricInfo& info, const at::Tensor& x, const at::Tensor& v) {
-  if (info.family == "boolean") {
+  if (info.family == catalog::Family::kBoolean) {
     TORCH_CHECK_TYPE(at::isFloatingType(v.scalar_type()), "torchpair.", op, ": 'v' must be floating for metric '",
                      info.name, "', got dtype ", dtype_name(v.scalar_type()));
     return;

@@ -27,7 +27,7 @@ void check_operand(const char* op, const char* name, const at::Tensor& t, int64_
 }  // namespace
 
 engine::Request make_request(const char* op, const at::Tensor& x, const at::Tensor& y, const Opt& a, const Opt& b,
-                             c10::string_view kernel, at::ArrayRef<double> scalars, bool symmetric, bool transpose,
+                             c10::string_view kernel, at::ArrayRef<double> scalars, bool symmetric, bool transposed,
                              std::optional<at::ScalarType> dtype) {
   engine::Request req;
   req.spec.kernel = engine::kernel_from_name(std::string(kernel));
@@ -57,7 +57,7 @@ engine::Request make_request(const char* op, const at::Tensor& x, const at::Tens
   req.spec.scalars.assign(scalars.begin(), scalars.end());
   engine::check_kernel_scalars(req.spec.kernel, req.spec.scalars, x.size(2), op);
   req.spec.symmetric = symmetric;
-  req.spec.transposed = transpose;
+  req.spec.transposed = transposed;
   TORCH_CHECK_VALUE(!symmetric || x.sizes() == y.sizes(), "torchpair.", op,
                     ": 'symmetric' requires 'x' and 'y' of the same shape");
   req.x = x.contiguous();

@@ -18,9 +18,16 @@
 #include <tuple>
 
 #include "engines/request.h"
+#include "ops/core_ops.h"
 
 namespace tp::ops::core {
 
+using core_op::AR;
+using core_op::CO;
+using core_op::CT;
+using core_op::Mask4;
+using core_op::Mask5;
+using core_op::SV;
 using Opt = std::optional<at::Tensor>;
 using Dtype = std::optional<at::ScalarType>;
 using engine::Grads4;
@@ -31,7 +38,7 @@ using engine::RowReduction;
 
 // Validation shared by every backend (ops/kernels.cpp). `op` names the operator in messages.
 Request make_request(const char* op, const at::Tensor& x, const at::Tensor& y, const Opt& a, const Opt& b,
-                     c10::string_view kernel, at::ArrayRef<double> scalars, bool symmetric, bool transpose,
+                     c10::string_view kernel, at::ArrayRef<double> scalars, bool symmetric, bool transposed,
                      Dtype dtype);
 void check_v(const char* op, const at::Tensor& v, const Request& req);
 void check_grad(const char* op, const at::Tensor& grad, const Request& req, at::IntArrayRef expected);
@@ -54,112 +61,82 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor> grads5(Gr
 using Back4 = std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor>;
 using Back5 = std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor>;
 
+// Each kernel's parameter list is its operator's row in ops/core_ops.h.
 template <class E>
 struct Kernels {
-  static at::Tensor dense(const at::Tensor& x, const at::Tensor& y, const Opt& a, const Opt& b,
-                          c10::string_view kernel, at::ArrayRef<double> scalars, bool symmetric, bool transpose,
-                          Dtype dtype) {
-    return E::dense(make_request("_dense", x, y, a, b, kernel, scalars, symmetric, transpose, dtype));
+  static at::Tensor dense(TP_CORE_KERNEL_ARGS(dense)) {
+    return E::dense(make_request("_dense", x, y, a, b, kernel, scalars, symmetric, transposed, dtype));
   }
-  static Back4 dense_backward(const at::Tensor& grad, const at::Tensor& x, const at::Tensor& y, const Opt& a,
-                              const Opt& b, c10::string_view kernel, at::ArrayRef<double> scalars, bool symmetric,
-                              bool transpose, Dtype dtype, std::array<bool, 4> mask) {
-    auto req = make_request("_dense_backward", x, y, a, b, kernel, scalars, symmetric, transpose, dtype);
+  static Back4 dense_backward(TP_CORE_KERNEL_ARGS(dense_backward)) {
+    auto req = make_request("_dense_backward", x, y, a, b, kernel, scalars, symmetric, transposed, dtype);
     check_grad("_dense_backward", grad, req, {req.batch(), req.rows(), req.cols()});
-    return grads4(E::dense_backward(grad.contiguous(), req, mask), req, mask);
+    return grads4(E::dense_backward(grad.contiguous(), req, output_mask), req, output_mask);
   }
-  static at::Tensor matmul(const at::Tensor& x, const at::Tensor& y, const Opt& a, const Opt& b, const at::Tensor& v,
-                           c10::string_view kernel, at::ArrayRef<double> scalars, bool symmetric, bool transpose,
-                           Dtype dtype) {
-    auto req = make_request("_matmul", x, y, a, b, kernel, scalars, symmetric, transpose, dtype);
+  static at::Tensor matmul(TP_CORE_KERNEL_ARGS(matmul)) {
+    auto req = make_request("_matmul", x, y, a, b, kernel, scalars, symmetric, transposed, dtype);
     check_v("_matmul", v, req);
     return E::matmul(req, v.contiguous());
   }
-  static Back5 matmul_backward(const at::Tensor& grad, const at::Tensor& x, const at::Tensor& y, const Opt& a,
-                               const Opt& b, const at::Tensor& v, c10::string_view kernel,
-                               at::ArrayRef<double> scalars, bool symmetric, bool transpose, Dtype dtype,
-                               std::array<bool, 5> mask) {
-    auto req = make_request("_matmul_backward", x, y, a, b, kernel, scalars, symmetric, transpose, dtype);
+  static Back5 matmul_backward(TP_CORE_KERNEL_ARGS(matmul_backward)) {
+    auto req = make_request("_matmul_backward", x, y, a, b, kernel, scalars, symmetric, transposed, dtype);
     check_v("_matmul_backward", v, req);
     check_grad("_matmul_backward", grad, req, {req.batch(), req.rows(), v.size(2)});
-    return grads5(E::matmul_backward(grad.contiguous(), req, v.contiguous(), mask), req, v, mask);
+    return grads5(E::matmul_backward(grad.contiguous(), req, v.contiguous(), output_mask), req, v, output_mask);
   }
-  static at::Tensor row_reduce(const at::Tensor& x, const at::Tensor& y, const Opt& a, const Opt& b,
-                               c10::string_view reduction, c10::string_view kernel, at::ArrayRef<double> scalars,
-                               bool symmetric, bool transpose, Dtype dtype, double scale, const Opt& weight,
-                               double threshold) {
-    auto req = make_request("_row_reduce", x, y, a, b, kernel, scalars, symmetric, transpose, dtype);
+  static at::Tensor row_reduce(TP_CORE_KERNEL_ARGS(row_reduce)) {
+    auto req = make_request("_row_reduce", x, y, a, b, kernel, scalars, symmetric, transposed, dtype);
     return E::row_reduce(req, make_reduce("_row_reduce", req, reduction, scale, weight, threshold));
   }
-  static Back5 row_reduce_backward(const at::Tensor& grad, const at::Tensor& x, const at::Tensor& y, const Opt& a,
-                                   const Opt& b, c10::string_view reduction, const at::Tensor& result,
-                                   c10::string_view kernel, at::ArrayRef<double> scalars, bool symmetric,
-                                   bool transpose, Dtype dtype, double scale, const Opt& weight,
-                                   std::array<bool, 5> mask) {
+  static Back5 row_reduce_backward(TP_CORE_KERNEL_ARGS(row_reduce_backward)) {
     const char* op = "_row_reduce_backward";
-    auto req = make_request(op, x, y, a, b, kernel, scalars, symmetric, transpose, dtype);
+    auto req = make_request(op, x, y, a, b, kernel, scalars, symmetric, transposed, dtype);
     const auto r = make_reduce(op, req, reduction, scale, weight, 0.0);
     TORCH_CHECK_VALUE(r.kind != RowReduction::kCount, "torchpair.", op, ": a count is not differentiable");
     check_grad(op, grad, req, {req.batch(), req.rows()});
     check_grad(op, result, req, {req.batch(), req.rows()});
     const at::Tensor w = weight.has_value() ? *weight : at::Tensor();
-    return grads5(E::row_reduce_backward(grad.contiguous(), req, r, result.contiguous(), mask), req, w, mask);
+    return grads5(E::row_reduce_backward(grad.contiguous(), req, r, result.contiguous(), output_mask), req, w,
+                  output_mask);
   }
-  static std::tuple<at::Tensor, at::Tensor> topk(const at::Tensor& x, const at::Tensor& y, const Opt& a,
-                                                 const Opt& b, int64_t k, bool largest, bool nan_first,
-                                                 c10::string_view kernel, at::ArrayRef<double> scalars,
-                                                 bool symmetric, bool transpose, Dtype dtype) {
-    auto req = make_request("_topk", x, y, a, b, kernel, scalars, symmetric, transpose, dtype);
+  static std::tuple<at::Tensor, at::Tensor> topk(TP_CORE_KERNEL_ARGS(topk)) {
+    auto req = make_request("_topk", x, y, a, b, kernel, scalars, symmetric, transposed, dtype);
     check_topk("_topk", k, req);
     return E::topk(req, k, largest, nan_first);
   }
-  static std::tuple<at::Tensor, at::Tensor> softmax_matmul(const at::Tensor& x, const at::Tensor& y, const Opt& a,
-                                                           const Opt& b, const at::Tensor& v,
-                                                           c10::string_view kernel, at::ArrayRef<double> scalars,
-                                                           bool symmetric, bool transpose, Dtype dtype) {
-    auto req = make_request("_softmax_matmul", x, y, a, b, kernel, scalars, symmetric, transpose, dtype);
+  static std::tuple<at::Tensor, at::Tensor> softmax_matmul(TP_CORE_KERNEL_ARGS(softmax_matmul)) {
+    auto req = make_request("_softmax_matmul", x, y, a, b, kernel, scalars, symmetric, transposed, dtype);
     check_v("_softmax_matmul", v, req);
     return E::softmax_matmul(req, v.contiguous());
   }
-  static Back5 softmax_matmul_backward(const at::Tensor& grad, const at::Tensor& x, const at::Tensor& y,
-                                       const Opt& a, const Opt& b, const at::Tensor& v, const at::Tensor& out,
-                                       const at::Tensor& lse, c10::string_view kernel, at::ArrayRef<double> scalars,
-                                       bool symmetric, bool transpose, Dtype dtype, std::array<bool, 5> mask) {
+  static Back5 softmax_matmul_backward(TP_CORE_KERNEL_ARGS(softmax_matmul_backward)) {
     const char* op = "_softmax_matmul_backward";
-    auto req = make_request(op, x, y, a, b, kernel, scalars, symmetric, transpose, dtype);
+    auto req = make_request(op, x, y, a, b, kernel, scalars, symmetric, transposed, dtype);
     check_v(op, v, req);
     check_grad(op, grad, req, {req.batch(), req.rows(), v.size(2)});
     check_grad(op, out, req, {req.batch(), req.rows(), v.size(2)});
     check_grad(op, lse, req, {req.batch(), req.rows()});
     return grads5(E::softmax_matmul_backward(grad.contiguous(), req, v.contiguous(), out.contiguous(),
-                                             lse.contiguous(), mask),
-                  req, v, mask);
+                                             lse.contiguous(), output_mask),
+                  req, v, output_mask);
   }
-  static at::Tensor pdist(const at::Tensor& x, const at::Tensor& y, const Opt& a, const Opt& b,
-                          c10::string_view kernel, at::ArrayRef<double> scalars, bool symmetric, Dtype dtype) {
+  static at::Tensor pdist(TP_CORE_KERNEL_ARGS(pdist)) {
     return E::pdist(same_shape_request("_pdist", x, y, a, b, kernel, scalars, symmetric, dtype));
   }
-  static Back4 pdist_backward(const at::Tensor& grad, const at::Tensor& x, const at::Tensor& y, const Opt& a,
-                              const Opt& b, c10::string_view kernel, at::ArrayRef<double> scalars, bool symmetric,
-                              Dtype dtype, std::array<bool, 4> mask) {
+  static Back4 pdist_backward(TP_CORE_KERNEL_ARGS(pdist_backward)) {
     auto req = same_shape_request("_pdist_backward", x, y, a, b, kernel, scalars, symmetric, dtype);
     const int64_t n = req.x.size(1);
     check_grad("_pdist_backward", grad, req, {req.batch(), n * (n - 1) / 2});
-    return grads4(E::pdist_backward(grad.contiguous(), req, mask), req, mask);
+    return grads4(E::pdist_backward(grad.contiguous(), req, output_mask), req, output_mask);
   }
-  static at::Tensor paired(const at::Tensor& x, const at::Tensor& y, const Opt& a, const Opt& b,
-                           const Opt& self_mask, c10::string_view kernel, at::ArrayRef<double> scalars,
-                           Dtype dtype) {
+  static at::Tensor paired(TP_CORE_KERNEL_ARGS(paired)) {
     auto req = same_shape_request("_paired", x, y, a, b, kernel, scalars, false, dtype);
     return E::paired(req, check_self_mask("_paired", self_mask, x));
   }
-  static Back4 paired_backward(const at::Tensor& grad, const at::Tensor& x, const at::Tensor& y, const Opt& a,
-                               const Opt& b, const Opt& self_mask, c10::string_view kernel,
-                               at::ArrayRef<double> scalars, Dtype dtype, std::array<bool, 4> mask) {
+  static Back4 paired_backward(TP_CORE_KERNEL_ARGS(paired_backward)) {
     auto req = same_shape_request("_paired_backward", x, y, a, b, kernel, scalars, false, dtype);
     const at::Tensor m = check_self_mask("_paired_backward", self_mask, x);
     check_grad("_paired_backward", grad, req, {req.batch(), req.rows()});
-    return grads4(E::paired_backward(grad, req, m), req, mask);
+    return grads4(E::paired_backward(grad, req, m), req, output_mask);
   }
 };
 

@@ -5,9 +5,11 @@
 // Public operators (CompositeImplicitAutograd: validation + metric preparation, then core
 // operators): pairwise, lazy_matmul, lazy_reduce, lazy_topk, lazy_softmax_matmul, and the
 // set-level knn, hausdorff, chamfer, mmd, energy_distance.
-// Core operators (CPU kernel, device-generic kernel, C++ autograd, autocast, fake kernel):
-//   _dense, _matmul, _row_reduce, _topk, _softmax_matmul, _paired and their _backward twins. They take engine operands
-//   (x, y, side features a, b), an engine kernel id and its resolved scalars.
+// Core operators (one table, ops/core_ops.h: schema, typed call, C++ autograd, autocast;
+// backend kernels in ops/kernels.h; fake kernels in torchpair/_meta.py): _dense, _matmul,
+// _row_reduce, _topk, _softmax_matmul, _paired, _pdist and their _backward twins. They take
+// engine operands (x, y, side features a, b), an engine kernel id and its resolved scalars.
+// The functions below call them from a Core (core_op::<id>::call takes every argument).
 #include <ATen/ATen.h>
 
 #include <array>
@@ -16,6 +18,7 @@
 #include <tuple>
 #include <vector>
 
+#include "ops/core_ops.h"
 #include "torchpair/options.h"
 #include "torchpair/params.h"
 
@@ -115,31 +118,34 @@ at::Tensor self_values(const char* op, const at::Tensor& x, const std::string& m
 const std::string& metric_kind(const std::string& metric, const char* op);
 
 // ---- core operators -----------------------------------------------------------------
-// Engine operands as the catalog prepared them (see catalog/prepare.h).
-struct Core {
-  at::Tensor x, y;                  // [B, n, d], [B, m, d]
-  std::optional<at::Tensor> a, b;   // [B, n], [B, m]
-  std::string kernel;
-  std::vector<double> scalars;
-  bool symmetric = false;
-  bool transpose = false;           // the operator is K^T
-  std::optional<at::ScalarType> dtype;  // tile value dtype (None: x's dtype)
-};
-
-at::Tensor dense(const Core& c);
-at::Tensor matmul(const Core& c, const at::Tensor& v);
-// "sum", "logsumexp" (of scale * K + weight, weight [B, cols]) or "count" (of K <= threshold)
-at::Tensor row_reduce(const Core& c, const std::string& reduction, double scale = 1.0,
-                      const std::optional<at::Tensor>& weight = std::nullopt, double threshold = 0.0);
-std::tuple<at::Tensor, at::Tensor> topk(const Core& c, int64_t k, bool largest, bool nan_first);
-std::tuple<at::Tensor, at::Tensor> softmax_matmul(const Core& c, const at::Tensor& v);
+// Called from a Core (ops/core_ops.h: the engine operands and arguments); the remaining
+// arguments follow in schema order, e.g. row_reduce(c, "logsumexp", scale, weight, threshold).
+template <class... A>
+at::Tensor dense(const Core& c, A&&... args) {
+  return core_op::dense::call(c, std::forward<A>(args)...);
+}
+template <class... A>
+at::Tensor matmul(const Core& c, A&&... args) {
+  return core_op::matmul::call(c, std::forward<A>(args)...);
+}
+template <class... A>
+at::Tensor row_reduce(const Core& c, A&&... args) {
+  return core_op::row_reduce::call(c, std::forward<A>(args)...);
+}
+template <class... A>
+std::tuple<at::Tensor, at::Tensor> topk(const Core& c, A&&... args) {
+  return core_op::topk::call(c, std::forward<A>(args)...);
+}
+template <class... A>
+std::tuple<at::Tensor, at::Tensor> softmax_matmul(const Core& c, A&&... args) {
+  return core_op::softmax_matmul::call(c, std::forward<A>(args)...);
+}
 // K(x_p, y_p) for matched rows [B, P, d]; self_mask [B, P] marks exact self-comparisons.
-at::Tensor paired(const at::Tensor& x, const at::Tensor& y, const std::optional<at::Tensor>& a,
-                  const std::optional<at::Tensor>& b, const std::optional<at::Tensor>& self_mask,
-                  const std::string& kernel, const std::vector<double>& scalars,
-                  std::optional<at::ScalarType> dtype);
-
-// K(x_i, y_j) for i < j of engine operands [B, n, d] (c.transpose must be false): [B, n(n-1)/2].
+template <class... A>
+at::Tensor paired(A&&... args) {
+  return core_op::paired::call(std::forward<A>(args)...);
+}
+// K(x_i, y_j) for i < j of engine operands [B, n, d] (c.transposed must be false): [B, n(n-1)/2].
 at::Tensor condensed(const Core& c);
 
 }  // namespace tp::ops
