@@ -7,6 +7,7 @@
 #include "cpu/sweep.h"
 // sweep.h (through sources.h) must come first: it opens the inline capability namespace.
 #include "cpu/consumers.h"
+#include "cpu/small_product.h"
 #include "cpu/tile_ops.h"
 #include "engines/output_memory.h"
 #include "reductions/logsumexp.h"
@@ -18,6 +19,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <optional>
 
 namespace tp::cpu {
 inline namespace CPU_CAPABILITY {
@@ -81,30 +83,24 @@ at::Tensor matmul_impl(const Request& req, const at::Tensor& v_in) {
   if (out.numel() == 0 || cols == 0) return out;
   auto src = make_sources<T>(req, req.spec.transposed);
   const T* vp = v.data_ptr<T>();
+  const bool small = use_small_product(C);
+  const at::Tensor vt = small ? v.transpose(1, 2).contiguous() : at::Tensor();  // [B, C, cols]
   T* o = out.data_ptr<T>();
   for_each_row_block<T>(src, [&](int64_t b, const TileSource<T>& s, int64_t r0, int64_t nr) {
     const int64_t ld = s.col_block();
     T* tile = scratch<T>(0, s.row_block() * ld);
     T* acc = o + (b * rows + r0) * C;
     const T* vb = vp + b * cols * C;
+    std::optional<SmallRowDot<T>> dot;
+    if (small) dot.emplace(1, nr, C);
     for_each_col_block<T>(s, [&](int64_t c0, int64_t nc) {
       s.produce(r0, nr, c0, nc, tile, ld);
-      if (C == 1) {
-        using V = Vec<T>;
-        constexpr int64_t L = V::size();
-        for (int64_t r = 0; r < nr; ++r) {
-          V sum(T(0));
-          const T* t = tile + r * ld;
-          for (int64_t c = 0; c < nc; c += L) {
-            const int64_t count = std::min<int64_t>(L, nc - c);
-            sum = at::vec::fmadd(V::loadu(t + c, count), V::loadu(vb + c0 + c, count), sum);
-          }
-          acc[r] += hsum(sum);
-        }
-      } else {
+      if (small)
+        dot->add(nc, tile, ld, vt.data_ptr<T>() + b * C * cols + c0, cols);
+      else
         engine::gemm_nn<T>(nr, C, nc, T(1), tile, ld, vb + c0 * C, C, T(1), acc, C);
-      }
     });
+    if (small) dot->finish(acc);
   });
   return out;
 }
@@ -113,27 +109,17 @@ template <typename T>
 Grads5 matmul_backward_impl(const at::Tensor& grad_in, const Request& req, const at::Tensor& v_in,
                             std::array<bool, 5> mask) {
   const at::Tensor grad = grad_in.contiguous(), v = v_in.contiguous();
-  const int64_t rows = grad.size(1), C = grad.size(2);
-  const int64_t cols = v.size(1);
-  const T* gp = grad.data_ptr<T>();
-  const T* vp = v.data_ptr<T>();
+  const int64_t C = grad.size(2);
+  const ColumnProduct<T> product(grad, v);
   at::Tensor dv;
   auto g = backward<T>(
       req, {mask[0], mask[1], mask[2], mask[3]}, mask[4] ? C : 0, &dv,
       [&](int64_t b, bool transposed, int64_t r0, int64_t nr, int64_t c0, int64_t nc, T* buf, int64_t ld) {
-        const T* gb = gp + b * rows * C;
-        const T* vb = vp + b * cols * C;
-        if (transposed == req.spec.transposed)  // dL/dK_rc = grad_r . v_c
-          outer_or_gemm<T>(nr, nc, C, gb + r0 * C, vb + c0 * C, buf, ld);
-        else  // the transposed sweep: dL/dK^T_rc = v_r . grad_c
-          outer_or_gemm<T>(nr, nc, C, vb + r0 * C, gb + c0 * C, buf, ld);
+        product.grad_k(b, transposed == req.spec.transposed, r0, nr, c0, nc, buf, ld);
       },
       [&](int64_t b, bool transposed, int64_t r0, int64_t nr, int64_t c0, int64_t nc, const T* values, int64_t ldv,
           T* dextra) {
-        if (transposed == req.spec.transposed)  // dV[c] += sum_r K(r, c) grad[r]
-          engine::gemm_tn<T>(nc, C, nr, T(1), values, ldv, gp + (b * rows + r0) * C, C, T(1), dextra, C);
-        else  // the transposed sweep's rows are V's rows: dV[r] += sum_c K^T(r, c) grad[c]
-          engine::gemm_nn<T>(nr, C, nc, T(1), values, ldv, gp + (b * rows + c0) * C, C, T(1), dextra, C);
+        product.grad_v(b, transposed == req.spec.transposed, r0, nr, c0, nc, values, ldv, dextra);
       });
   return {g[0], g[1], g[2], g[3], dv};
 }
@@ -410,6 +396,8 @@ std::tuple<at::Tensor, at::Tensor> softmax_matmul_impl(const Request& req, const
   if (rows == 0 || B == 0 || cols == 0) return {out, lse};
   auto src = make_sources<T>(req, req.spec.transposed);
   const T* vp = v.data_ptr<T>();
+  const bool small = use_small_product(C);
+  const at::Tensor vt = small ? v.transpose(1, 2).contiguous() : at::Tensor();  // [B, C, cols]
   T* o = out.data_ptr<T>();
   T* lo = lse.data_ptr<T>();
   for_each_row_block<T>(src, [&](int64_t b, const TileSource<T>& s, int64_t r0, int64_t nr) {
@@ -418,16 +406,25 @@ std::tuple<at::Tensor, at::Tensor> softmax_matmul_impl(const Request& req, const
     std::vector<reductions::LogSumExp<T>> state(nr, reductions::LogSumExp<T>::empty(T(0)));
     T* acc = o + (b * rows + r0) * C;
     const T* vb = vp + b * cols * C;
+    std::optional<SmallRowDot<T>> dot;
+    if (small) dot.emplace(1, nr, C);
     for_each_col_block<T>(s, [&](int64_t c0, int64_t nc) {
       s.produce(r0, nr, c0, nc, tile, ld);
       for (int64_t r = 0; r < nr; ++r) {
         Row<T> row{tile + r * ld, nc};
         const T factor = state[r].fold(row);  // tile row := exp(K - shift)
-        if (factor != T(1))
+        if (factor == T(1)) continue;
+        if (small)
+          dot->scale_row(r, factor);
+        else
           for (int64_t j = 0; j < C; ++j) acc[r * C + j] *= factor;
       }
-      engine::gemm_nn<T>(nr, C, nc, T(1), tile, ld, vb + c0 * C, C, T(1), acc, C);
+      if (small)
+        dot->add(nc, tile, ld, vt.data_ptr<T>() + b * C * cols + c0, cols);
+      else
+        engine::gemm_nn<T>(nr, C, nc, T(1), tile, ld, vb + c0 * C, C, T(1), acc, C);
     });
+    if (small) dot->finish(acc);
     for (int64_t r = 0; r < nr; ++r) {
       const T sum = state[r].sum;
       for (int64_t j = 0; j < C; ++j) acc[r * C + j] /= sum;
@@ -445,11 +442,10 @@ Grads5 softmax_matmul_backward_impl(const at::Tensor& grad_in, const Request& re
   const int64_t B = req.batch(), rows = grad.size(1), C = grad.size(2), cols = v.size(1);
   // delta_r = grad_r . out_r
   const at::Tensor delta = (grad * out).sum(-1).contiguous();
-  const T* gp = grad.data_ptr<T>();
-  const T* vp = v.data_ptr<T>();
   const T* lp = lse.data_ptr<T>();
   const T* dp = delta.data_ptr<T>();
   (void)B;
+  const ColumnProduct<T> product(grad, v);
   using V = Vec<T>;
   constexpr int64_t L = V::size();
   // softmax weights of a tile row (reductions/softmax.h): lse (and delta) per tile row in
@@ -465,12 +461,7 @@ Grads5 softmax_matmul_backward_impl(const at::Tensor& grad_in, const Request& re
           int64_t ld) {
         const bool own = transposed == req.spec.transposed;
         T* gv = scratch<T>(4, nr * ld);
-        const T* gb = gp + b * rows * C;
-        const T* vb = vp + b * cols * C;
-        if (own)
-          outer_or_gemm<T>(nr, nc, C, gb + r0 * C, vb + c0 * C, gv, ld);
-        else
-          outer_or_gemm<T>(nr, nc, C, vb + r0 * C, gb + c0 * C, gv, ld);
+        product.grad_k(b, own, r0, nr, c0, nc, gv, ld);
         s.produce(r0, nr, c0, nc, buf, ld);
         const T* lb = lp + b * rows + (own ? r0 : c0);
         const T* db = dp + b * rows + (own ? r0 : c0);
@@ -494,10 +485,7 @@ Grads5 softmax_matmul_backward_impl(const at::Tensor& grad_in, const Request& re
             reductions::softmax_weight(V::loadu(values + r * ldv + c, count), lse_at(lb, own, r, c, count))
                 .store(p + r * ldv + c, count);
           }
-        if (own)
-          engine::gemm_tn<T>(nc, C, nr, T(1), p, ldv, gp + (b * rows + r0) * C, C, T(1), dextra, C);
-        else
-          engine::gemm_nn<T>(nr, C, nc, T(1), p, ldv, gp + (b * rows + c0) * C, C, T(1), dextra, C);
+        product.grad_v(b, own, r0, nr, c0, nc, p, ldv, dextra);
       });
   return {g[0], g[1], g[2], g[3], dv};
 }
