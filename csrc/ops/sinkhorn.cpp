@@ -22,7 +22,19 @@
 #include <cmath>
 #include <limits>
 
+#include "cpu/capability.h"
+#include "cpu/sinkhorn.h"
 #include "ops/ops.h"
+
+namespace tp::cpu {
+namespace {
+// the copy of the fused soft-min compiled for this machine's capability
+at::Tensor sinkhorn_lse_here(const at::Tensor& x, const at::Tensor& y, const at::Tensor& h, double scale,
+                             bool euclidean, const at::Tensor& shift) {
+  return TP_CPU_STUB(sinkhorn_lse).get()(x, y, h, scale, euclidean, shift);
+}
+}  // namespace
+}  // namespace tp::cpu
 
 namespace tp::ops {
 namespace {
@@ -49,6 +61,62 @@ at::Tensor softmin(double eps, const at::Tensor& x, const at::Tensor& y, const a
                    const Cost& c) {
   return lazy_reduce(x, y, c.metric, "logsumexp", dim, false, c.opts, -c.scale / eps, h) * (-eps);
 }
+
+bool any_param(const ComparisonOptions& o);
+
+// The envelope-mode loop's soft-mins on the CPU for the (squared) euclidean cost: the fused
+// kernel of cpu/sinkhorn.h, fed each row's previous potential as its shift. Only for real,
+// plain CPU tensors in eager mode (tracing, fake and functional tensors, vmap and other
+// devices take lazy_reduce, which every backend implements).
+struct FusedSoftmin {
+  bool on = false;
+  bool euclidean = false;
+  double scale = 0;  // the cost is scale * |x - y|^2 (or scale * |x - y|)
+  std::vector<int64_t> batch;
+  at::Tensor x, y;  // [B, N, D], [B, M, D] contiguous, detached
+
+  static bool plain(const at::Tensor& t) {
+    constexpr c10::DispatchKeySet wrapped({c10::DispatchKey::Python, c10::DispatchKey::PythonTLSSnapshot,
+                                           c10::DispatchKey::Functionalize, c10::DispatchKey::FuncTorchBatched,
+                                           c10::DispatchKey::FuncTorchGradWrapper,
+                                           c10::DispatchKey::BatchedNestedTensor, c10::DispatchKey::PreDispatch});
+    return t.is_cpu() && t.layout() == at::kStrided && !t.is_nested() && !t.key_set().has_any(wrapped) &&
+           (t.scalar_type() == at::kFloat || t.scalar_type() == at::kDouble);
+  }
+
+  FusedSoftmin(const at::Tensor& xd, const at::Tensor& yd, const Cost& c, bool eager, bool unrolled,
+               c10::SymIntArrayRef batch_sym) {
+    if (!eager || unrolled || any_param(c.opts) || (c.metric != "sqeuclidean" && c.metric != "euclidean")) return;
+    if (!plain(xd) || !plain(yd) || xd.scalar_type() != yd.scalar_type()) return;
+    if (xd.size(-2) == 0 || yd.size(-2) == 0 || xd.size(-1) != yd.size(-1)) return;
+    for (const auto& s : batch_sym) batch.push_back(s.expect_int());
+    auto flat = [&](const at::Tensor& t) {
+      std::vector<int64_t> shape(batch);
+      shape.push_back(t.size(-2));
+      shape.push_back(t.size(-1));
+      return t.expand(shape).reshape({-1, t.size(-2), t.size(-1)}).contiguous();
+    };
+    x = flat(xd);
+    y = flat(yd);
+    euclidean = c.metric == "euclidean";
+    scale = c.scale;
+    on = true;
+  }
+
+  // -eps log sum_j exp(h_j - C(p_i, q_j) / eps) (p, q: x or y), shifted by -prev / eps (the
+  // potential this soft-min updates; undefined: no guess)
+  at::Tensor operator()(double eps, const at::Tensor& p, const at::Tensor& q, const at::Tensor& h,
+                        const at::Tensor& prev) const {
+    const int64_t B = p.size(0);
+    const at::Tensor hb = h.reshape({B, q.size(1)}).contiguous();
+    at::Tensor shift;
+    if (prev.defined()) shift = (prev * (-1.0 / eps)).reshape({B, p.size(1)}).contiguous();
+    const at::Tensor lse = tp::cpu::sinkhorn_lse_here(p, q, hb, -scale / eps, euclidean, shift);
+    std::vector<int64_t> shape(batch);
+    shape.push_back(p.size(1));
+    return lse.view(shape) * (-eps);
+  }
+};
 
 // GeomLoss' log_weights: log w, with -100000 (a finite stand-in for -inf) where w is 0
 at::Tensor log_weights(const at::Tensor& w) {
@@ -226,26 +294,48 @@ Seven sinkhorn_divergence_op(const at::Tensor& x, const at::Tensor& y, const Opt
     const at::Tensor& yi = unrolled ? y : yd;
     a_log = log_weights(unrolled ? a : a.detach());
     b_log = log_weights(unrolled ? b : b.detach());
-    auto f_xy = [&](double e, const at::Tensor& h) { return softmin(e, xi, yi, h, -1, cost) * damp(e); };
-    auto g_xy = [&](double e, const at::Tensor& h) { return softmin(e, xi, yi, h, -2, cost) * damp(e); };
-    auto f_xx = [&](double e, const at::Tensor& h) { return softmin(e, xi, unrolled ? x : xd, h, -1, cost) * damp(e); };
-    auto g_yy = [&](double e, const at::Tensor& h) { return softmin(e, yi, unrolled ? y : yd, h, -1, cost) * damp(e); };
-    g_ab = g_xy(eps, a_log);
-    f_ba = f_xy(eps, b_log);
+    const FusedSoftmin fused(xd, yd, cost, eager, unrolled, batch);
+    // prev: the potential this soft-min updates (the fused kernel's shift; undefined: none).
+    // The fused kernel's result is -eps lse; dividing the damped potential by damp(e) brings
+    // it back to that scale.
+    auto run = [&](double e, const at::Tensor& p, const at::Tensor& q, const at::Tensor& pl, const at::Tensor& ql,
+                   const at::Tensor& h, int64_t dim, const at::Tensor& prev) {
+      if (fused.on) {
+        const at::Tensor& rows = dim == -1 ? p : q;
+        const at::Tensor& cols = dim == -1 ? q : p;
+        return fused(e, rows, cols, h, prev.defined() ? prev / damp(e) : prev) * damp(e);
+      }
+      return softmin(e, pl, ql, h, dim, cost) * damp(e);
+    };
+    const at::Tensor none;
+    auto f_xy = [&](double e, const at::Tensor& h, const at::Tensor& prev) {
+      return run(e, fused.x, fused.y, xi, yi, h, -1, prev);
+    };
+    auto g_xy = [&](double e, const at::Tensor& h, const at::Tensor& prev) {
+      return run(e, fused.x, fused.y, xi, yi, h, -2, prev);
+    };
+    auto f_xx = [&](double e, const at::Tensor& h, const at::Tensor& prev) {
+      return run(e, fused.x, fused.x, xi, unrolled ? x : xd, h, -1, prev);
+    };
+    auto g_yy = [&](double e, const at::Tensor& h, const at::Tensor& prev) {
+      return run(e, fused.y, fused.y, yi, unrolled ? y : yd, h, -1, prev);
+    };
+    g_ab = g_xy(eps, a_log, none);
+    f_ba = f_xy(eps, b_log, none);
     if (debias) {
-      f_aa = f_xx(eps, a_log);
-      g_bb = g_yy(eps, b_log);
+      f_aa = f_xx(eps, a_log, none);
+      g_bb = g_yy(eps, b_log, none);
     }
     const int64_t scheduled = static_cast<int64_t>(eps_list.size());
     const int64_t total = scheduled + (tol.has_value() ? max_iter : 0);
     for (int64_t i = 0; i < total; ++i) {
       if (i >= scheduled && eager && err.defined() && (err < *tol).all().item<bool>()) break;
       eps = eps_list[std::min(i, scheduled - 1)];
-      const at::Tensor ft_ba = f_xy(eps, b_log + g_ab / eps), gt_ab = g_xy(eps, a_log + f_ba / eps);
+      const at::Tensor ft_ba = f_xy(eps, b_log + g_ab / eps, f_ba), gt_ab = g_xy(eps, a_log + f_ba / eps, g_ab);
       at::Tensor ft_aa, gt_bb;
       if (debias) {
-        ft_aa = f_xx(eps, a_log + f_aa / eps);
-        gt_bb = g_yy(eps, b_log + g_bb / eps);
+        ft_aa = f_xx(eps, a_log + f_aa / eps, f_aa);
+        gt_bb = g_yy(eps, b_log + g_bb / eps, g_bb);
       }
       // marginal error of the plan (f, g) before the update: its x-marginal is
       // a_i exp((f_i - ft_i) / eps), likewise on y
