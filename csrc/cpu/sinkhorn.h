@@ -8,16 +8,22 @@
 // of each row's result: the pass sums exp(t - shift) directly, and a row whose sum leaves the
 // range where that is exact (overflow, or so small that terms near the row's maximum could
 // have underflowed) is redone with its exact maximum as the shift.
-// x [B, N, D], y [B, M, D], h [B, M], shift [B, N]: contiguous, one floating dtype (float
-// or double), N, M >= 1. Forward only (no autograd).
+// Several independent problems (the soft-mins of one Sinkhorn iteration) run in one
+// parallel region whose threads take blocks of rows from a shared counter, so a thread that
+// is descheduled or slower delays nobody. Each row is summed by one thread in a fixed order:
+// the results do not depend on the schedule.
+// Problem k: x[k] [B, N, D], y[k] [B, M, D], h[k] [B, M], shift[k] [B, N] or undefined;
+// contiguous, one floating dtype (float or double), N, M >= 1. Forward only (no autograd).
 #include <ATen/ATen.h>
+
+#include <vector>
 
 namespace tp::cpu {
 
 #define TP_DECLARE_SINKHORN(ns)                                                                           \
   namespace ns {                                                                                          \
-  at::Tensor sinkhorn_lse(const at::Tensor& x, const at::Tensor& y, const at::Tensor& h, double scale,    \
-                          bool euclidean, const at::Tensor& shift);                                       \
+  std::vector<at::Tensor> sinkhorn_lse(at::TensorList x, at::TensorList y, at::TensorList h,              \
+                                       at::TensorList shift, double scale, bool euclidean);               \
   }
 TP_DECLARE_SINKHORN(isa_DEFAULT)
 TP_DECLARE_SINKHORN(isa_AVX2)

@@ -5,6 +5,7 @@
 #include "cpu/sinkhorn.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -73,65 +74,101 @@ void lse_rows(const T* x, const T* yt, const T* h, int64_t n, int64_t mp, int64_
   }
 }
 
+// One problem, its column operand packed: y transposed to [B][D][Mp], h padded to [B][Mp].
 template <typename T>
-at::Tensor lse_impl(const at::Tensor& x, const at::Tensor& y, const at::Tensor& h, double scale, bool euclidean,
-                    const at::Tensor& shift) {
+struct Problem {
+  const T* x;
+  const T* shift;
+  T* out;
+  int64_t batches, n, d, mp;
+  std::vector<T> yt, hp;
+  int64_t rows_per_task;
+};
+
+template <typename T>
+std::vector<at::Tensor> lse_impl(at::TensorList xs, at::TensorList ys, at::TensorList hs, at::TensorList shifts,
+                                 double scale, bool euclidean) {
   using V = Vec<T>;
   constexpr int64_t L = V::size();
-  const int64_t B = x.size(0), n = x.size(1), m = y.size(1), d = x.size(2);
-  const int64_t mp = round_up(m, L);
-  // y transposed to [B][D][Mp] and h padded to [B][Mp]: O(B M D), once per call
-  std::vector<T> yt(size_t(B * d * mp), T(0));
-  std::vector<T> hp(size_t(B * mp), -std::numeric_limits<T>::infinity());
-  const T* yp = y.data_ptr<T>();
-  const T* hs = h.data_ptr<T>();
-  for (int64_t b = 0; b < B; ++b) {
-    for (int64_t j = 0; j < m; ++j)
-      for (int64_t k = 0; k < d; ++k) yt[(b * d + k) * mp + j] = yp[(b * m + j) * d + k];
-    std::copy(hs + b * m, hs + (b + 1) * m, hp.begin() + b * mp);
+  const int64_t count = int64_t(xs.size());
+  std::vector<at::Tensor> outs;
+  std::vector<Problem<T>> problems(static_cast<size_t>(count));
+  std::vector<int64_t> first_task(static_cast<size_t>(count) + 1, 0);  // problem k's tasks: [first_task[k], first_task[k + 1])
+  for (int64_t k = 0; k < count; ++k) {
+    const at::Tensor &x = xs[k], &y = ys[k], &h = hs[k];
+    Problem<T>& p = problems[k];
+    p.batches = x.size(0);
+    p.n = x.size(1);
+    p.d = x.size(2);
+    const int64_t m = y.size(1);
+    p.mp = round_up(m, L);
+    p.yt.assign(size_t(p.batches * p.d * p.mp), T(0));
+    p.hp.assign(size_t(p.batches * p.mp), -std::numeric_limits<T>::infinity());
+    const T* yp = y.data_ptr<T>();
+    const T* hq = h.data_ptr<T>();
+    for (int64_t b = 0; b < p.batches; ++b) {
+      for (int64_t j = 0; j < m; ++j)
+        for (int64_t c = 0; c < p.d; ++c) p.yt[(b * p.d + c) * p.mp + j] = yp[(b * m + j) * p.d + c];
+      std::copy(hq + b * m, hq + (b + 1) * m, p.hp.begin() + b * p.mp);
+    }
+    outs.push_back(at::empty({p.batches, p.n}, x.options()));
+    p.x = x.data_ptr<T>();
+    p.shift = k < int64_t(shifts.size()) && shifts[k].defined() ? shifts[k].data_ptr<T>() : nullptr;
+    p.out = outs.back().data_ptr<T>();
+    // about 2^18 pair evaluations per task: small enough to balance, large enough that the
+    // shared counter is never contended
+    p.rows_per_task = std::max<int64_t>(1, (int64_t(1) << 18) / std::max<int64_t>(p.mp, 1));
+    first_task[k + 1] = first_task[k] + p.batches * ((p.n + p.rows_per_task - 1) / p.rows_per_task);
   }
-  at::Tensor out = at::empty({B, n}, x.options());
-  const T* xp = x.data_ptr<T>();
-  const T* sp = shift.defined() ? shift.data_ptr<T>() : nullptr;
-  T* op = out.data_ptr<T>();
-  // about 64k pair evaluations per task, so small problems stay on one thread
-  const int64_t grain = std::max<int64_t>(1, (int64_t(1) << 16) / std::max<int64_t>(mp, 1));
-  at::parallel_for(0, B * n, grain, [&](int64_t begin, int64_t end) {
-    for (int64_t r = begin; r < end;) {
-      const int64_t b = r / n, i = r % n;
-      const int64_t count = std::min(end - r, n - i);  // rows of this batch in the range
-      const T* yb = yt.data() + b * d * mp;
-      const T* hb = hp.data() + b * mp;
-      const T* xr = xp + (b * n + i) * d;
-      const T* sr = sp ? sp + b * n + i : nullptr;
-      T* o = op + b * n + i;
-      switch (d) {
+  const int64_t tasks = first_task[count];
+  std::atomic<int64_t> next{0};
+  auto work = [&] {
+    for (int64_t t = next.fetch_add(1, std::memory_order_relaxed); t < tasks;
+         t = next.fetch_add(1, std::memory_order_relaxed)) {
+      const int64_t k = std::upper_bound(first_task.begin(), first_task.end(), t) - first_task.begin() - 1;
+      const Problem<T>& p = problems[k];
+      const int64_t per_batch = (p.n + p.rows_per_task - 1) / p.rows_per_task;
+      const int64_t b = (t - first_task[k]) / per_batch;
+      const int64_t i = (t - first_task[k]) % per_batch * p.rows_per_task;
+      const int64_t rows = std::min(p.rows_per_task, p.n - i);
+      const T* yb = p.yt.data() + b * p.d * p.mp;
+      const T* hb = p.hp.data() + b * p.mp;
+      const T* xr = p.x + (b * p.n + i) * p.d;
+      const T* sr = p.shift ? p.shift + b * p.n + i : nullptr;
+      T* o = p.out + b * p.n + i;
+      switch (p.d) {
         case 1:
-          lse_rows<T, 1>(xr, yb, hb, count, mp, d, T(scale), euclidean, sr, o);
+          lse_rows<T, 1>(xr, yb, hb, rows, p.mp, p.d, T(scale), euclidean, sr, o);
           break;
         case 2:
-          lse_rows<T, 2>(xr, yb, hb, count, mp, d, T(scale), euclidean, sr, o);
+          lse_rows<T, 2>(xr, yb, hb, rows, p.mp, p.d, T(scale), euclidean, sr, o);
           break;
         case 3:
-          lse_rows<T, 3>(xr, yb, hb, count, mp, d, T(scale), euclidean, sr, o);
+          lse_rows<T, 3>(xr, yb, hb, rows, p.mp, p.d, T(scale), euclidean, sr, o);
           break;
         default:
-          lse_rows<T, 0>(xr, yb, hb, count, mp, d, T(scale), euclidean, sr, o);
+          lse_rows<T, 0>(xr, yb, hb, rows, p.mp, p.d, T(scale), euclidean, sr, o);
       }
-      r += count;
     }
-  });
-  return out;
+  };
+  const int64_t threads = std::min<int64_t>(at::get_num_threads(), tasks);
+  if (threads <= 1 || at::in_parallel_region()) {
+    work();
+  } else {
+    at::parallel_for(0, threads, 1, [&](int64_t, int64_t) { work(); });
+  }
+  return outs;
 }
 
 }  // namespace
 }  // namespace CPU_CAPABILITY
 
 namespace TP_ISA_NAMESPACE {
-at::Tensor sinkhorn_lse(const at::Tensor& x, const at::Tensor& y, const at::Tensor& h, double scale, bool euclidean,
-                        const at::Tensor& shift) {
-  return AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "torchpair_sinkhorn_lse",
-                                    [&] { return lse_impl<scalar_t>(x, y, h, scale, euclidean, shift); });
+std::vector<at::Tensor> sinkhorn_lse(at::TensorList x, at::TensorList y, at::TensorList h, at::TensorList shift,
+                                     double scale, bool euclidean) {
+  if (x.empty()) return {};
+  return AT_DISPATCH_FLOATING_TYPES(x[0].scalar_type(), "torchpair_sinkhorn_lse",
+                                    [&] { return lse_impl<scalar_t>(x, y, h, shift, scale, euclidean); });
 }
 }  // namespace TP_ISA_NAMESPACE
 }  // namespace tp::cpu

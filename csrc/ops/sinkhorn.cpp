@@ -29,9 +29,9 @@
 namespace tp::cpu {
 namespace {
 // the copy of the fused soft-min compiled for this machine's capability
-at::Tensor sinkhorn_lse_here(const at::Tensor& x, const at::Tensor& y, const at::Tensor& h, double scale,
-                             bool euclidean, const at::Tensor& shift) {
-  return TP_CPU_STUB(sinkhorn_lse).get()(x, y, h, scale, euclidean, shift);
+std::vector<at::Tensor> sinkhorn_lse_here(at::TensorList x, at::TensorList y, at::TensorList h, at::TensorList shift,
+                                          double scale, bool euclidean) {
+  return TP_CPU_STUB(sinkhorn_lse).get()(x, y, h, shift, scale, euclidean);
 }
 }  // namespace
 }  // namespace tp::cpu
@@ -103,18 +103,31 @@ struct FusedSoftmin {
     on = true;
   }
 
-  // -eps log sum_j exp(h_j - C(p_i, q_j) / eps) (p, q: x or y), shifted by -prev / eps (the
-  // potential this soft-min updates; undefined: no guess)
-  at::Tensor operator()(double eps, const at::Tensor& p, const at::Tensor& q, const at::Tensor& h,
-                        const at::Tensor& prev) const {
-    const int64_t B = p.size(0);
-    const at::Tensor hb = h.reshape({B, q.size(1)}).contiguous();
-    at::Tensor shift;
-    if (prev.defined()) shift = (prev * (-1.0 / eps)).reshape({B, p.size(1)}).contiguous();
-    const at::Tensor lse = tp::cpu::sinkhorn_lse_here(p, q, hb, -scale / eps, euclidean, shift);
-    std::vector<int64_t> shape(batch);
-    shape.push_back(p.size(1));
-    return lse.view(shape) * (-eps);
+  // One soft-min: -eps log sum_j exp(h_j - C(p_i, q_j) / eps) (p, q: the flattened x or y),
+  // with -prev / eps as each row's shift (prev: the potential it updates, undefined: none).
+  struct Job {
+    const at::Tensor* p;
+    const at::Tensor* q;
+    at::Tensor h, prev;
+  };
+  // all of one iteration's soft-mins in one call (one parallel region)
+  std::vector<at::Tensor> operator()(double eps, const std::vector<Job>& jobs) const {
+    std::vector<at::Tensor> ps, qs, hs, shifts;
+    for (const Job& j : jobs) {
+      const int64_t B = j.p->size(0);
+      ps.push_back(*j.p);
+      qs.push_back(*j.q);
+      hs.push_back(j.h.reshape({B, j.q->size(1)}).contiguous());
+      shifts.push_back(j.prev.defined() ? (j.prev * (-1.0 / eps)).reshape({B, j.p->size(1)}).contiguous()
+                                        : at::Tensor());
+    }
+    std::vector<at::Tensor> out = tp::cpu::sinkhorn_lse_here(ps, qs, hs, shifts, -scale / eps, euclidean);
+    for (size_t k = 0; k < out.size(); ++k) {
+      std::vector<int64_t> shape(batch);
+      shape.push_back(jobs[k].p->size(1));
+      out[k] = out[k].view(shape) * (-eps);
+    }
+    return out;
   }
 };
 
@@ -295,47 +308,54 @@ Seven sinkhorn_divergence_op(const at::Tensor& x, const at::Tensor& y, const Opt
     a_log = log_weights(unrolled ? a : a.detach());
     b_log = log_weights(unrolled ? b : b.detach());
     const FusedSoftmin fused(xd, yd, cost, eager, unrolled, batch);
-    // prev: the potential this soft-min updates (the fused kernel's shift; undefined: none).
-    // The fused kernel's result is -eps lse; dividing the damped potential by damp(e) brings
-    // it back to that scale.
-    auto run = [&](double e, const at::Tensor& p, const at::Tensor& q, const at::Tensor& pl, const at::Tensor& ql,
-                   const at::Tensor& h, int64_t dim, const at::Tensor& prev) {
+    // The soft-mins of one step: f_ba from h_b, g_ab from h_a, f_aa from h_aa, g_bb from h_bb
+    // (h_aa, h_bb undefined without debias). prev: the potentials they update (the fused
+    // kernel's shifts, which are in units of its result -eps lse: hence the division by damp).
+    auto step = [&](double e, const at::Tensor& h_b, const at::Tensor& h_a, const at::Tensor& h_aa,
+                    const at::Tensor& h_bb, bool shifted) {
+      std::vector<at::Tensor> out;
       if (fused.on) {
-        const at::Tensor& rows = dim == -1 ? p : q;
-        const at::Tensor& cols = dim == -1 ? q : p;
-        return fused(e, rows, cols, h, prev.defined() ? prev / damp(e) : prev) * damp(e);
+        auto prev = [&](const at::Tensor& f) { return shifted ? f / damp(e) : at::Tensor(); };
+        std::vector<FusedSoftmin::Job> jobs{{&fused.x, &fused.y, h_b, prev(f_ba)}, {&fused.y, &fused.x, h_a, prev(g_ab)}};
+        if (debias) {
+          jobs.push_back({&fused.x, &fused.x, h_aa, prev(f_aa)});
+          jobs.push_back({&fused.y, &fused.y, h_bb, prev(g_bb)});
+        }
+        out = fused(e, jobs);
+      } else {
+        out.push_back(softmin(e, xi, yi, h_b, -1, cost));
+        out.push_back(softmin(e, xi, yi, h_a, -2, cost));
+        if (debias) {
+          out.push_back(softmin(e, xi, unrolled ? x : xd, h_aa, -1, cost));
+          out.push_back(softmin(e, yi, unrolled ? y : yd, h_bb, -1, cost));
+        }
       }
-      return softmin(e, pl, ql, h, dim, cost) * damp(e);
+      for (auto& t : out) t = t * damp(e);
+      return out;
     };
-    const at::Tensor none;
-    auto f_xy = [&](double e, const at::Tensor& h, const at::Tensor& prev) {
-      return run(e, fused.x, fused.y, xi, yi, h, -1, prev);
-    };
-    auto g_xy = [&](double e, const at::Tensor& h, const at::Tensor& prev) {
-      return run(e, fused.x, fused.y, xi, yi, h, -2, prev);
-    };
-    auto f_xx = [&](double e, const at::Tensor& h, const at::Tensor& prev) {
-      return run(e, fused.x, fused.x, xi, unrolled ? x : xd, h, -1, prev);
-    };
-    auto g_yy = [&](double e, const at::Tensor& h, const at::Tensor& prev) {
-      return run(e, fused.y, fused.y, yi, unrolled ? y : yd, h, -1, prev);
-    };
-    g_ab = g_xy(eps, a_log, none);
-    f_ba = f_xy(eps, b_log, none);
-    if (debias) {
-      f_aa = f_xx(eps, a_log, none);
-      g_bb = g_yy(eps, b_log, none);
+    {
+      const std::vector<at::Tensor> first = step(eps, b_log, a_log, a_log, b_log, false);
+      f_ba = first[0];
+      g_ab = first[1];
+      if (debias) {
+        f_aa = first[2];
+        g_bb = first[3];
+      }
     }
     const int64_t scheduled = static_cast<int64_t>(eps_list.size());
     const int64_t total = scheduled + (tol.has_value() ? max_iter : 0);
     for (int64_t i = 0; i < total; ++i) {
       if (i >= scheduled && eager && err.defined() && (err < *tol).all().item<bool>()) break;
       eps = eps_list[std::min(i, scheduled - 1)];
-      const at::Tensor ft_ba = f_xy(eps, b_log + g_ab / eps, f_ba), gt_ab = g_xy(eps, a_log + f_ba / eps, g_ab);
+      const std::vector<at::Tensor> t =
+          step(eps, b_log + g_ab / eps, a_log + f_ba / eps, debias ? a_log + f_aa / eps : at::Tensor(),
+               debias ? b_log + g_bb / eps : at::Tensor(), true);
+      const at::Tensor& ft_ba = t[0];
+      const at::Tensor& gt_ab = t[1];
       at::Tensor ft_aa, gt_bb;
       if (debias) {
-        ft_aa = f_xx(eps, a_log + f_aa / eps, f_aa);
-        gt_bb = g_yy(eps, b_log + g_bb / eps, g_bb);
+        ft_aa = t[2];
+        gt_bb = t[3];
       }
       // marginal error of the plan (f, g) before the update: its x-marginal is
       // a_i exp((f_i - ft_i) / eps), likewise on y
