@@ -212,6 +212,14 @@ double default_diameter(const at::Tensor& x, const at::Tensor& y, const Cost& c,
 }
 
 // exponent: the transport exponent p (the schema cannot call it p: that is the minkowski parameter)
+Seven divergence(const at::Tensor& x, const at::Tensor& y, const Opt& a_in, const Opt& b_in, double exponent,
+                 double blur, double scaling, std::optional<double> reach, std::optional<c10::string_view> metric,
+                 std::optional<double> diameter_in, bool debias, std::optional<double> tol, int64_t max_iter,
+                 bool unrolled, bool eager, std::optional<double> mass_tol, bool warn, const ComparisonOptions& opts);
+
+// float16/bfloat16 points (outside autocast, which promotes them before this operator runs)
+// are computed in float32; the value and the potentials come back in the points' dtype, and
+// so do the gradients (through the casts).
 Seven sinkhorn_divergence_op(const at::Tensor& x, const at::Tensor& y, const Opt& a_in, const Opt& b_in,
                              double exponent,
                              double blur, double scaling, std::optional<double> reach,
@@ -219,6 +227,28 @@ Seven sinkhorn_divergence_op(const at::Tensor& x, const at::Tensor& y, const Opt
                              std::optional<double> tol, int64_t max_iter, bool unrolled, bool eager,
                              std::optional<double> mass_tol, bool warn TP_PARAM_DECLS) {
   TP_PACK_PARAMS(opts);
+  const bool floating = x.defined() && y.defined() && at::isFloatingType(x.scalar_type()) &&
+                        at::isFloatingType(y.scalar_type());
+  const at::ScalarType common = floating ? at::promote_types(x.scalar_type(), y.scalar_type()) : at::kFloat;
+  if (!floating || (common != at::kHalf && common != at::kBFloat16)) {
+    return divergence(x, y, a_in, b_in, exponent, blur, scaling, reach, metric, diameter_in, debias, tol, max_iter,
+                      unrolled, eager, mass_tol, warn, opts);
+  }
+  auto up = [](const Opt& w) -> Opt {
+    if (!w.has_value() || !w->defined()) return w;
+    return at::isFloatingType(w->scalar_type()) && w->scalar_type() != at::kDouble ? w->to(at::kFloat) : *w;
+  };
+  Seven r = divergence(x.to(at::kFloat), y.to(at::kFloat), up(a_in), up(b_in), exponent, blur, scaling, reach, metric,
+                       diameter_in, debias, tol, max_iter, unrolled, eager, mass_tol, warn, opts);
+  auto down = [&](const at::Tensor& t) { return t.to(common); };
+  return {down(std::get<0>(r)), down(std::get<1>(r)), std::get<2>(r), down(std::get<3>(r)), down(std::get<4>(r)),
+          down(std::get<5>(r)), down(std::get<6>(r))};
+}
+
+Seven divergence(const at::Tensor& x, const at::Tensor& y, const Opt& a_in, const Opt& b_in, double exponent,
+                 double blur, double scaling, std::optional<double> reach, std::optional<c10::string_view> metric,
+                 std::optional<double> diameter_in, bool debias, std::optional<double> tol, int64_t max_iter,
+                 bool unrolled, bool eager, std::optional<double> mass_tol, bool warn, const ComparisonOptions& opts) {
   TORCH_CHECK_VALUE(x.defined() && x.dim() >= 2, kOp, "'X' must have shape [..., N, D]");
   TORCH_CHECK_VALUE(y.defined() && y.dim() >= 2, kOp, "'Y' must have shape [..., M, D]");
   TORCH_CHECK_TYPE(at::isFloatingType(x.scalar_type()) && at::isFloatingType(y.scalar_type()), kOp,
