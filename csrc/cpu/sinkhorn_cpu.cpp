@@ -41,36 +41,53 @@ void lse_rows(const T* x, const T* yt, const T* h, int64_t n, int64_t mp, int64_
     if (euclidean) acc = acc.sqrt();
     return at::vec::fmadd(vscale, acc, V::loadu(h + j));
   };
-  auto shifted_sum = [&](const T* xi, T s) {
+  // sum_j exp(argument(x_i, j) - s) over columns [j0, j1) (whole vectors)
+  auto shifted_sum = [&](const T* xi, T s, int64_t j0, int64_t j1) {
     const V vs(s);
     V sum0(T(0)), sum1(T(0));
-    int64_t j = 0;
-    for (; j + 2 * L <= mp; j += 2 * L) {
+    int64_t j = j0;
+    for (; j + 2 * L <= j1; j += 2 * L) {
       sum0 = sum0 + math::exp(argument(xi, j) - vs);
       sum1 = sum1 + math::exp(argument(xi, j + L) - vs);
     }
-    for (; j < mp; j += L) sum0 = sum0 + math::exp(argument(xi, j) - vs);
+    for (; j < j1; j += L) sum0 = sum0 + math::exp(argument(xi, j) - vs);
     return hsum(sum0 + sum1);
   };
-  for (int64_t i = 0; i < n; ++i) {
-    const T* xi = x + i * d;
-    if (shift && std::isfinite(shift[i])) {
-      const T s = shifted_sum(xi, shift[i]);
-      if (std::isfinite(s) && s >= low_sum<T>()) {
-        out[i] = std::log(s) + shift[i];
-        continue;
+  // Rows with a shift go in groups over column chunks of ~16 KiB of packed columns, so the
+  // chunk stays in L1 while the group's rows sweep it (one row at a time would stream all of
+  // y and h from L2 or memory per row once M is large).
+  constexpr int64_t kRows = 8;
+  const int64_t chunk = std::max<int64_t>(2 * L, 16384 / ((d + 1) * int64_t(sizeof(T))) / (2 * L) * (2 * L));
+  for (int64_t i0 = 0; i0 < n; i0 += kRows) {
+    const int64_t nr = std::min(kRows, n - i0);
+    T sums[kRows] = {};
+    if (shift) {
+      for (int64_t j0 = 0; j0 < mp; j0 += chunk) {
+        const int64_t j1 = std::min(mp, j0 + chunk);
+        for (int64_t r = 0; r < nr; ++r)
+          if (std::isfinite(shift[i0 + r])) sums[r] += shifted_sum(x + (i0 + r) * d, shift[i0 + r], j0, j1);
       }
     }
-    // the row's exact maximum (NaN-propagating), then the sum shifted by it
-    V vmax(-std::numeric_limits<T>::infinity());
-    for (int64_t j = 0; j < mp; j += L) vmax = at::vec::maximum(vmax, argument(xi, j));
-    alignas(64) T lanes[L];
-    vmax.store(lanes);
-    T m = -std::numeric_limits<T>::infinity();
-    for (int64_t l = 0; l < L; ++l) m = std::isnan(m) || std::isnan(lanes[l]) ? std::numeric_limits<T>::quiet_NaN()
-                                                                              : std::max(m, lanes[l]);
-    // torch.logsumexp: every term -inf gives -inf, a +inf term gives +inf, NaN stays NaN
-    out[i] = std::isfinite(m) ? std::log(shifted_sum(xi, m)) + m : m;
+    for (int64_t i = i0; i < i0 + nr; ++i) {
+      const T* xi = x + i * d;
+      if (shift && std::isfinite(shift[i])) {
+        const T s = sums[i - i0];
+        if (std::isfinite(s) && s >= low_sum<T>()) {
+          out[i] = std::log(s) + shift[i];
+          continue;
+        }
+      }
+      // the row's exact maximum (NaN-propagating), then the sum shifted by it
+      V vmax(-std::numeric_limits<T>::infinity());
+      for (int64_t j = 0; j < mp; j += L) vmax = at::vec::maximum(vmax, argument(xi, j));
+      alignas(64) T lanes[L];
+      vmax.store(lanes);
+      T m = -std::numeric_limits<T>::infinity();
+      for (int64_t l = 0; l < L; ++l) m = std::isnan(m) || std::isnan(lanes[l]) ? std::numeric_limits<T>::quiet_NaN()
+                                                                                : std::max(m, lanes[l]);
+      // torch.logsumexp: every term -inf gives -inf, a +inf term gives +inf, NaN stays NaN
+      out[i] = std::isfinite(m) ? std::log(shifted_sum(xi, m, 0, mp)) + m : m;
+    }
   }
 }
 
@@ -117,7 +134,7 @@ std::vector<at::Tensor> lse_impl(at::TensorList xs, at::TensorList ys, at::Tenso
     p.out = outs.back().data_ptr<T>();
     // about 2^18 pair evaluations per task: small enough to balance, large enough that the
     // shared counter is never contended
-    p.rows_per_task = std::max<int64_t>(1, (int64_t(1) << 18) / std::max<int64_t>(p.mp, 1));
+    p.rows_per_task = round_up(std::max<int64_t>(1, (int64_t(1) << 18) / std::max<int64_t>(p.mp, 1)), 8);
     first_task[k + 1] = first_task[k] + p.batches * ((p.n + p.rows_per_task - 1) / p.rows_per_task);
   }
   const int64_t tasks = first_task[count];
