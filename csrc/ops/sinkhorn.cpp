@@ -9,7 +9,9 @@
 // GeomLoss' SamplesLoss("sinkhorn") semantics: epsilon_schedule, sinkhorn_loop (symmetric,
 // averaged updates), the last extrapolation with the weights and the other potential
 // detached (envelope theorem), sinkhorn_cost. Every soft-min is one streamed, scaled and
-// weighted logsumexp of the lazy engine (torchpair::lazy_reduce), so nothing is N x M.
+// weighted logsumexp of the lazy engine (torchpair::lazy_reduce), so nothing is N x M; in
+// eager mode on the CPU, the loop's soft-mins on the (squared) euclidean cost take the fused
+// kernel of cpu/sinkhorn.h instead (FusedSoftmin below), all four of an iteration in one call.
 // `eager` enables what needs the data on the host: the diameter default, the mass check,
 // early stopping at `tol` and the warning when it is not reached; callers that trace pass
 // false (the schedule is then fixed by `diameter`, and with `tol` all max_iter run). `warn`:
