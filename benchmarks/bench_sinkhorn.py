@@ -1,6 +1,7 @@
 """Entropic transport benchmark: tp.sinkhorn_divergence against GeomLoss and POT, side by side.
 
-    python benchmarks/bench_sinkhorn.py [--quick] [--repeat R] [--json out.json] [--no-large] [--large-n N]
+    python benchmarks/bench_sinkhorn.py [--quick] [--repeat R] [--peer-repeat R] [--json out.json]
+                                        [--large [N ...]]
 
 N = M in {2000, 5000}, D = 3, float32, uniform weights, blur 0.05, scaling 0.9, p = 2:
 - the debiased divergence, and the divergence plus its gradient w.r.t. X, with torchpair
@@ -9,8 +10,13 @@ N = M in {2000, 5000}, D = 3, float32, uniform weights, blur 0.05, scaling 0.9, 
 - POT's ot.bregman.sinkhorn_log on the dense cost |x - y|^2 / 2 with eps = blur^2 and the
   same number of iterations as the divergence's eps-scaling schedule (stopThr=0, so every
   iteration runs), for the OT(a, b) term alone.
-N = M = 100,000 (torchpair only: the dense peers would need 40 GB per cost matrix): time and
-peak resident memory of the divergence and its gradient, each in a fresh subprocess
+One table: every workload's rows give each implementation's median and its time divided by
+torchpair's (the speed-up). The peers are slow at N = 5000 (tens of seconds a call), so they
+run --peer-repeat times there (default 1, no warm-up call); torchpair runs --repeat times.
+--large [N ...] (off by default; N = M = 100,000 without a value, e.g. `--large 20000 50000
+100000` for the scaling): torchpair only (the dense peers would need 40 GB per cost matrix at
+100,000), time and peak resident memory of the divergence and of the divergence plus its
+gradient, each in a fresh subprocess
 (its VmHWM from /proc/self/status: getrusage's maxrss survives exec and would report the
 parent; tracemalloc does not see torch's allocations).
 """
@@ -44,7 +50,7 @@ def schedule_len(X, Y):
     return log["niter"]
 
 
-def compare(results, n, repeat):
+def compare(results, n, repeat, peer_repeat):
     X, Y = clouds(n, seed=n)
     w = f"N=M={n} D=3 float32"
     ours = tp.sinkhorn_divergence(X, Y, blur=BLUR, scaling=SCALING)
@@ -59,6 +65,8 @@ def compare(results, n, repeat):
                                                                                       scaling=SCALING), repeat))
     results.append(run(f"divergence+grad {w}", "torchpair",
                        with_grad(lambda x: tp.sinkhorn_divergence(x, Y, blur=BLUR, scaling=SCALING)), repeat))
+    # the peers take tens of seconds per call at N = 5000: fewer calls, no warm-up there
+    peer = dict(repeat=repeat, warmup=1) if n < 5000 else dict(repeat=peer_repeat, warmup=0)
     try:
         import geomloss
     except ImportError:
@@ -78,9 +86,9 @@ def compare(results, n, repeat):
                 print(f"GeomLoss {backend}: skipped ({type(exc).__name__}: {exc})")
                 continue
             print(f"{w}: torchpair {ours.item():.7g}, GeomLoss {backend} {ref:.7g}")
-            results.append(run(f"divergence {w}", f"GeomLoss {backend}", lambda: loss(X, Y), repeat))
+            results.append(run(f"divergence {w}", f"GeomLoss {backend}", lambda: loss(X, Y), **peer))
             results.append(run(f"divergence+grad {w}", f"GeomLoss {backend}", with_grad(lambda x: loss(x, Y)),
-                               repeat))
+                               **peer))
     try:
         import ot
     except ImportError:
@@ -90,7 +98,7 @@ def compare(results, n, repeat):
     a = np.full(n, 1.0 / n, dtype=np.float32)
     results.append(run(f"OT(a,b) {iters} iterations eps={BLUR}^2 {w}", "POT sinkhorn_log (dense cost)",
                        lambda: ot.bregman.sinkhorn_log(a, a, C, BLUR ** 2, numItermax=iters, stopThr=0.0,
-                                                      warn=False), repeat))
+                                                      warn=False), **peer))
     results.append(run(f"OT(a,b) {iters} iterations eps={BLUR}^2 {w}", "torchpair",
                        lambda: tp.sinkhorn_divergence(X, Y, blur=BLUR, scaling=SCALING, debias=False), repeat))
 
@@ -125,20 +133,24 @@ def large(n):
 
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("--quick", action="store_true", help="N = M = 2000 only, no 100k run")
-    parser.add_argument("--no-large", action="store_true", help="skip the large run")
-    parser.add_argument("--large-n", type=int, default=100_000, help="N = M of the large run (default 100,000)")
-    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--quick", action="store_true", help="N = M = 2000 only")
+    parser.add_argument("--large", type=int, nargs="*", metavar="N",
+                        help="also time torchpair alone at N = M (default 100,000): time and peak memory")
+    parser.add_argument("--repeat", type=int, default=3, help="calls of torchpair per workload")
+    parser.add_argument("--peer-repeat", type=int, default=1, help="calls of each peer per workload at N = 5000")
     parser.add_argument("--json")
     args = parser.parse_args()
     results = []
     for n in ([2000] if args.quick else [2000, 5000]):
-        compare(results, n, args.repeat)
+        compare(results, n, args.repeat, args.peer_repeat)
     print(machine())
     print(table(results))
-    if not (args.quick or args.no_large):
-        for workload, r in large(args.large_n):
-            print(f"{workload}: {r['seconds']:.2f} s, peak RSS {r['maxrss_mib']:.0f} MiB (value {r['value']:.6g})")
+    if args.large is not None:
+        print("| workload | torchpair (s) | peak RSS (MiB) |")
+        print("|---|---:|---:|")
+        for n in args.large or [100_000]:
+            for workload, r in large(n):
+                print(f"| {workload} | {r['seconds']:.2f} | {r['maxrss_mib']:.0f} |")
     if args.json:
         save(results, args.json)
 

@@ -34,7 +34,7 @@ void autocast_to_float32(const c10::OperatorHandle& op, c10::DispatchKeySet, tor
 
 void register_autocast(torch::Library& m) {
   for (const char* name : {"pairwise", "lazy_matmul", "lazy_reduce", "lazy_topk", "lazy_softmax_matmul", "knn",
-                           "hausdorff", "chamfer", "mmd", "energy_distance", "pdist"})
+                           "hausdorff", "chamfer", "mmd", "energy_distance", "pdist", "sinkhorn_divergence"})
     m.impl(name, torch::CppFunction::makeFromBoxedFunction<&autocast_to_float32>());
 #define TP_CORE_AUTOCAST_IMPL(id) \
   m.impl(core_op::id::qualified_name, torch::CppFunction::makeFromBoxedFunction<&autocast_to_float32>());

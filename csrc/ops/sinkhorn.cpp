@@ -9,7 +9,9 @@
 // GeomLoss' SamplesLoss("sinkhorn") semantics: epsilon_schedule, sinkhorn_loop (symmetric,
 // averaged updates), the last extrapolation with the weights and the other potential
 // detached (envelope theorem), sinkhorn_cost. Every soft-min is one streamed, scaled and
-// weighted logsumexp of the lazy engine (torchpair::lazy_reduce), so nothing is N x M.
+// weighted logsumexp of the lazy engine (torchpair::lazy_reduce), so nothing is N x M; in
+// eager mode on the CPU, the loop's soft-mins on the (squared) euclidean cost take the fused
+// kernel of cpu/sinkhorn.h instead (FusedSoftmin below), all four of an iteration in one call.
 // `eager` enables what needs the data on the host: the diameter default, the mass check,
 // early stopping at `tol` and the warning when it is not reached; callers that trace pass
 // false (the schedule is then fixed by `diameter`, and with `tol` all max_iter run). `warn`:
@@ -22,7 +24,19 @@
 #include <cmath>
 #include <limits>
 
+#include "cpu/capability.h"
+#include "cpu/sinkhorn.h"
 #include "ops/ops.h"
+
+namespace tp::cpu {
+namespace {
+// the copy of the fused soft-min compiled for this machine's capability
+std::vector<at::Tensor> sinkhorn_lse_here(at::TensorList x, at::TensorList y, at::TensorList h, at::TensorList shift,
+                                          double scale, bool euclidean) {
+  return TP_CPU_STUB(sinkhorn_lse).get()(x, y, h, shift, scale, euclidean);
+}
+}  // namespace
+}  // namespace tp::cpu
 
 namespace tp::ops {
 namespace {
@@ -49,6 +63,75 @@ at::Tensor softmin(double eps, const at::Tensor& x, const at::Tensor& y, const a
                    const Cost& c) {
   return lazy_reduce(x, y, c.metric, "logsumexp", dim, false, c.opts, -c.scale / eps, h) * (-eps);
 }
+
+bool any_param(const ComparisonOptions& o);
+
+// The envelope-mode loop's soft-mins on the CPU for the (squared) euclidean cost: the fused
+// kernel of cpu/sinkhorn.h, fed each row's previous potential as its shift. Only for real,
+// plain CPU tensors in eager mode (tracing, fake and functional tensors, vmap and other
+// devices take lazy_reduce, which every backend implements).
+struct FusedSoftmin {
+  bool on = false;
+  bool euclidean = false;
+  double scale = 0;  // the cost is scale * |x - y|^2 (or scale * |x - y|)
+  std::vector<int64_t> batch;
+  at::Tensor x, y;  // [B, N, D], [B, M, D] contiguous, detached
+
+  static bool plain(const at::Tensor& t) {
+    constexpr c10::DispatchKeySet wrapped({c10::DispatchKey::Python, c10::DispatchKey::PythonTLSSnapshot,
+                                           c10::DispatchKey::Functionalize, c10::DispatchKey::FuncTorchBatched,
+                                           c10::DispatchKey::FuncTorchGradWrapper,
+                                           c10::DispatchKey::BatchedNestedTensor, c10::DispatchKey::PreDispatch});
+    return t.is_cpu() && t.layout() == at::kStrided && !t.is_nested() && !t.key_set().has_any(wrapped) &&
+           (t.scalar_type() == at::kFloat || t.scalar_type() == at::kDouble);
+  }
+
+  FusedSoftmin(const at::Tensor& xd, const at::Tensor& yd, const Cost& c, bool eager, bool unrolled,
+               c10::SymIntArrayRef batch_sym) {
+    if (!eager || unrolled || any_param(c.opts) || (c.metric != "sqeuclidean" && c.metric != "euclidean")) return;
+    if (!plain(xd) || !plain(yd) || xd.scalar_type() != yd.scalar_type()) return;
+    if (xd.size(-2) == 0 || yd.size(-2) == 0 || xd.size(-1) != yd.size(-1)) return;
+    for (const auto& s : batch_sym) batch.push_back(s.expect_int());
+    auto flat = [&](const at::Tensor& t) {
+      std::vector<int64_t> shape(batch);
+      shape.push_back(t.size(-2));
+      shape.push_back(t.size(-1));
+      return t.expand(shape).reshape({-1, t.size(-2), t.size(-1)}).contiguous();
+    };
+    x = flat(xd);
+    y = flat(yd);
+    euclidean = c.metric == "euclidean";
+    scale = c.scale;
+    on = true;
+  }
+
+  // One soft-min: -eps log sum_j exp(h_j - C(p_i, q_j) / eps) (p, q: the flattened x or y),
+  // with -prev / eps as each row's shift (prev: the potential it updates, undefined: none).
+  struct Job {
+    const at::Tensor* p;
+    const at::Tensor* q;
+    at::Tensor h, prev;
+  };
+  // all of one iteration's soft-mins in one call (one parallel region)
+  std::vector<at::Tensor> operator()(double eps, const std::vector<Job>& jobs) const {
+    std::vector<at::Tensor> ps, qs, hs, shifts;
+    for (const Job& j : jobs) {
+      const int64_t B = j.p->size(0);
+      ps.push_back(*j.p);
+      qs.push_back(*j.q);
+      hs.push_back(j.h.reshape({B, j.q->size(1)}).contiguous());
+      shifts.push_back(j.prev.defined() ? (j.prev * (-1.0 / eps)).reshape({B, j.p->size(1)}).contiguous()
+                                        : at::Tensor());
+    }
+    std::vector<at::Tensor> out = tp::cpu::sinkhorn_lse_here(ps, qs, hs, shifts, -scale / eps, euclidean);
+    for (size_t k = 0; k < out.size(); ++k) {
+      std::vector<int64_t> shape(batch);
+      shape.push_back(jobs[k].p->size(1));
+      out[k] = out[k].view(shape) * (-eps);
+    }
+    return out;
+  }
+};
 
 // GeomLoss' log_weights: log w, with -100000 (a finite stand-in for -inf) where w is 0
 at::Tensor log_weights(const at::Tensor& w) {
@@ -131,6 +214,14 @@ double default_diameter(const at::Tensor& x, const at::Tensor& y, const Cost& c,
 }
 
 // exponent: the transport exponent p (the schema cannot call it p: that is the minkowski parameter)
+Seven divergence(const at::Tensor& x, const at::Tensor& y, const Opt& a_in, const Opt& b_in, double exponent,
+                 double blur, double scaling, std::optional<double> reach, std::optional<c10::string_view> metric,
+                 std::optional<double> diameter_in, bool debias, std::optional<double> tol, int64_t max_iter,
+                 bool unrolled, bool eager, std::optional<double> mass_tol, bool warn, const ComparisonOptions& opts);
+
+// float16/bfloat16 points (outside autocast, which promotes them before this operator runs)
+// are computed in float32; the value and the potentials come back in the points' dtype, and
+// so do the gradients (through the casts).
 Seven sinkhorn_divergence_op(const at::Tensor& x, const at::Tensor& y, const Opt& a_in, const Opt& b_in,
                              double exponent,
                              double blur, double scaling, std::optional<double> reach,
@@ -138,6 +229,28 @@ Seven sinkhorn_divergence_op(const at::Tensor& x, const at::Tensor& y, const Opt
                              std::optional<double> tol, int64_t max_iter, bool unrolled, bool eager,
                              std::optional<double> mass_tol, bool warn TP_PARAM_DECLS) {
   TP_PACK_PARAMS(opts);
+  const bool floating = x.defined() && y.defined() && at::isFloatingType(x.scalar_type()) &&
+                        at::isFloatingType(y.scalar_type());
+  const at::ScalarType common = floating ? at::promote_types(x.scalar_type(), y.scalar_type()) : at::kFloat;
+  if (!floating || (common != at::kHalf && common != at::kBFloat16)) {
+    return divergence(x, y, a_in, b_in, exponent, blur, scaling, reach, metric, diameter_in, debias, tol, max_iter,
+                      unrolled, eager, mass_tol, warn, opts);
+  }
+  auto up = [](const Opt& w) -> Opt {
+    if (!w.has_value() || !w->defined()) return w;
+    return at::isFloatingType(w->scalar_type()) && w->scalar_type() != at::kDouble ? w->to(at::kFloat) : *w;
+  };
+  Seven r = divergence(x.to(at::kFloat), y.to(at::kFloat), up(a_in), up(b_in), exponent, blur, scaling, reach, metric,
+                       diameter_in, debias, tol, max_iter, unrolled, eager, mass_tol, warn, opts);
+  auto down = [&](const at::Tensor& t) { return t.to(common); };
+  return {down(std::get<0>(r)), down(std::get<1>(r)), std::get<2>(r), down(std::get<3>(r)), down(std::get<4>(r)),
+          down(std::get<5>(r)), down(std::get<6>(r))};
+}
+
+Seven divergence(const at::Tensor& x, const at::Tensor& y, const Opt& a_in, const Opt& b_in, double exponent,
+                 double blur, double scaling, std::optional<double> reach, std::optional<c10::string_view> metric,
+                 std::optional<double> diameter_in, bool debias, std::optional<double> tol, int64_t max_iter,
+                 bool unrolled, bool eager, std::optional<double> mass_tol, bool warn, const ComparisonOptions& opts) {
   TORCH_CHECK_VALUE(x.defined() && x.dim() >= 2, kOp, "'X' must have shape [..., N, D]");
   TORCH_CHECK_VALUE(y.defined() && y.dim() >= 2, kOp, "'Y' must have shape [..., M, D]");
   TORCH_CHECK_TYPE(at::isFloatingType(x.scalar_type()) && at::isFloatingType(y.scalar_type()), kOp,
@@ -226,26 +339,55 @@ Seven sinkhorn_divergence_op(const at::Tensor& x, const at::Tensor& y, const Opt
     const at::Tensor& yi = unrolled ? y : yd;
     a_log = log_weights(unrolled ? a : a.detach());
     b_log = log_weights(unrolled ? b : b.detach());
-    auto f_xy = [&](double e, const at::Tensor& h) { return softmin(e, xi, yi, h, -1, cost) * damp(e); };
-    auto g_xy = [&](double e, const at::Tensor& h) { return softmin(e, xi, yi, h, -2, cost) * damp(e); };
-    auto f_xx = [&](double e, const at::Tensor& h) { return softmin(e, xi, unrolled ? x : xd, h, -1, cost) * damp(e); };
-    auto g_yy = [&](double e, const at::Tensor& h) { return softmin(e, yi, unrolled ? y : yd, h, -1, cost) * damp(e); };
-    g_ab = g_xy(eps, a_log);
-    f_ba = f_xy(eps, b_log);
-    if (debias) {
-      f_aa = f_xx(eps, a_log);
-      g_bb = g_yy(eps, b_log);
+    const FusedSoftmin fused(xd, yd, cost, eager, unrolled, batch);
+    // The soft-mins of one step: f_ba from h_b, g_ab from h_a, f_aa from h_aa, g_bb from h_bb
+    // (h_aa, h_bb undefined without debias). prev: the potentials they update (the fused
+    // kernel's shifts, which are in units of its result -eps lse: hence the division by damp).
+    auto step = [&](double e, const at::Tensor& h_b, const at::Tensor& h_a, const at::Tensor& h_aa,
+                    const at::Tensor& h_bb, bool shifted) {
+      std::vector<at::Tensor> out;
+      if (fused.on) {
+        auto prev = [&](const at::Tensor& f) { return shifted ? f / damp(e) : at::Tensor(); };
+        std::vector<FusedSoftmin::Job> jobs{{&fused.x, &fused.y, h_b, prev(f_ba)}, {&fused.y, &fused.x, h_a, prev(g_ab)}};
+        if (debias) {
+          jobs.push_back({&fused.x, &fused.x, h_aa, prev(f_aa)});
+          jobs.push_back({&fused.y, &fused.y, h_bb, prev(g_bb)});
+        }
+        out = fused(e, jobs);
+      } else {
+        out.push_back(softmin(e, xi, yi, h_b, -1, cost));
+        out.push_back(softmin(e, xi, yi, h_a, -2, cost));
+        if (debias) {
+          out.push_back(softmin(e, xi, unrolled ? x : xd, h_aa, -1, cost));
+          out.push_back(softmin(e, yi, unrolled ? y : yd, h_bb, -1, cost));
+        }
+      }
+      for (auto& t : out) t = t * damp(e);
+      return out;
+    };
+    {
+      const std::vector<at::Tensor> first = step(eps, b_log, a_log, a_log, b_log, false);
+      f_ba = first[0];
+      g_ab = first[1];
+      if (debias) {
+        f_aa = first[2];
+        g_bb = first[3];
+      }
     }
     const int64_t scheduled = static_cast<int64_t>(eps_list.size());
     const int64_t total = scheduled + (tol.has_value() ? max_iter : 0);
     for (int64_t i = 0; i < total; ++i) {
       if (i >= scheduled && eager && err.defined() && (err < *tol).all().item<bool>()) break;
       eps = eps_list[std::min(i, scheduled - 1)];
-      const at::Tensor ft_ba = f_xy(eps, b_log + g_ab / eps), gt_ab = g_xy(eps, a_log + f_ba / eps);
+      const std::vector<at::Tensor> t =
+          step(eps, b_log + g_ab / eps, a_log + f_ba / eps, debias ? a_log + f_aa / eps : at::Tensor(),
+               debias ? b_log + g_bb / eps : at::Tensor(), true);
+      const at::Tensor& ft_ba = t[0];
+      const at::Tensor& gt_ab = t[1];
       at::Tensor ft_aa, gt_bb;
       if (debias) {
-        ft_aa = f_xx(eps, a_log + f_aa / eps);
-        gt_bb = g_yy(eps, b_log + g_bb / eps);
+        ft_aa = t[2];
+        gt_bb = t[3];
       }
       // marginal error of the plan (f, g) before the update: its x-marginal is
       // a_i exp((f_i - ft_i) / eps), likewise on y
