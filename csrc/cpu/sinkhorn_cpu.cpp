@@ -1,8 +1,13 @@
-// The Sinkhorn soft-min's fused CPU kernel (cpu/sinkhorn.h), compiled per CPU capability.
+// The Sinkhorn soft-min's fused CPU walk (cpu/sinkhorn.h), compiled per CPU capability: the
+// cost is the elementwise metric definition M (metrics/elementwise.h) evaluated in registers,
+// the row's result the online logsumexp of reductions/logsumexp.h; what is particular to
+// this walk is that a row's shift is known beforehand (the previous potential), so one pass
+// computes cost, argument, exponential and sum without writing a tile.
 #include "cpu/sources.h"
 // sources.h must come first: it opens the inline capability namespace.
 #include "cpu/consumers.h"
 #include "cpu/sinkhorn.h"
+#include "reductions/logsumexp.h"
 
 #include <algorithm>
 #include <atomic>
@@ -24,22 +29,26 @@ constexpr T low_sum() {
 
 // Column operand packed [D][Mp] per batch, padded to whole vectors: padded columns have
 // h = -inf, so they add exp(-inf) = 0 and never raise a maximum.
-template <typename T, int DD>
-void lse_rows(const T* x, const T* yt, const T* h, int64_t n, int64_t mp, int64_t d_rt, T scale, bool euclidean,
-              const T* shift, T* out) {
+template <typename T, typename M, int DD>
+void lse_rows(const T* x, const T* yt, const T* h, int64_t n, int64_t mp, int64_t d_rt, T scale, const T* shift,
+              T* out) {
+  static_assert(!M::kMax && M::kScalars == 0, "the fused soft-min sums the terms of a metric without parameters");
   using V = Vec<T>;
+  using reductions::LogSumExp;
   constexpr int64_t L = V::size();
   const int64_t d = DD > 0 ? DD : d_rt;
   const V vscale(scale);
+  const metrics::Scalars none{};
   // the argument h_j + scale cost(x_i, y_j) of columns [j, j + L)
   auto argument = [&](const T* xi, int64_t j) {
-    V acc(T(0));
+    V acc[M::kAcc];
+    for (int a = 0; a < M::kAcc; ++a) acc[a] = V(T(0));
     for (int64_t k = 0; k < d; ++k) {
-      const V diff = V::loadu(yt + k * mp + j) - V(xi[k]);
-      acc = at::vec::fmadd(diff, diff, acc);
+      V t[M::kAcc];
+      M::term(V(xi[k]), V::loadu(yt + k * mp + j), t, none);
+      for (int a = 0; a < M::kAcc; ++a) acc[a] = acc[a] + t[a];
     }
-    if (euclidean) acc = acc.sqrt();
-    return at::vec::fmadd(vscale, acc, V::loadu(h + j));
+    return at::vec::fmadd(vscale, M::finalize(acc, none), V::loadu(h + j));
   };
   // sum_j exp(argument(x_i, j) - s) over columns [j0, j1) (whole vectors)
   auto shifted_sum = [&](const T* xi, T s, int64_t j0, int64_t j1) {
@@ -71,9 +80,10 @@ void lse_rows(const T* x, const T* yt, const T* h, int64_t n, int64_t mp, int64_
     for (int64_t i = i0; i < i0 + nr; ++i) {
       const T* xi = x + i * d;
       if (shift && std::isfinite(shift[i])) {
-        const T s = sums[i - i0];
-        if (std::isfinite(s) && s >= low_sum<T>()) {
-          out[i] = std::log(s) + shift[i];
+        // the state of a row summed under a given shift: max = shift, sum = the shifted sum
+        const LogSumExp<T> st{shift[i], sums[i - i0]};
+        if (std::isfinite(st.sum) && st.sum >= low_sum<T>()) {
+          out[i] = st.finalize();
           continue;
         }
       }
@@ -83,10 +93,11 @@ void lse_rows(const T* x, const T* yt, const T* h, int64_t n, int64_t mp, int64_
       alignas(64) T lanes[L];
       vmax.store(lanes);
       T m = -std::numeric_limits<T>::infinity();
-      for (int64_t l = 0; l < L; ++l) m = std::isnan(m) || std::isnan(lanes[l]) ? std::numeric_limits<T>::quiet_NaN()
-                                                                                : std::max(m, lanes[l]);
-      // torch.logsumexp: every term -inf gives -inf, a +inf term gives +inf, NaN stays NaN
-      out[i] = std::isfinite(m) ? std::log(shifted_sum(xi, m, 0, mp)) + m : m;
+      for (int64_t l = 0; l < L; ++l) m = math::maximum(m, lanes[l]);
+      LogSumExp<T> st = LogSumExp<T>::empty(T(0));
+      st.raise(m);
+      st.sum = st.sum + shifted_sum(xi, st.shift(), 0, mp);
+      out[i] = st.finalize();
     }
   }
 }
@@ -102,9 +113,9 @@ struct Problem {
   int64_t rows_per_task;
 };
 
-template <typename T>
+template <typename T, typename M>
 std::vector<at::Tensor> lse_impl(at::TensorList xs, at::TensorList ys, at::TensorList hs, at::TensorList shifts,
-                                 double scale, bool euclidean) {
+                                 double scale) {
   using V = Vec<T>;
   constexpr int64_t L = V::size();
   const int64_t count = int64_t(xs.size());
@@ -155,16 +166,16 @@ std::vector<at::Tensor> lse_impl(at::TensorList xs, at::TensorList ys, at::Tenso
       T* o = p.out + b * p.n + i;
       switch (p.d) {
         case 1:
-          lse_rows<T, 1>(xr, yb, hb, rows, p.mp, p.d, T(scale), euclidean, sr, o);
+          lse_rows<T, M, 1>(xr, yb, hb, rows, p.mp, p.d, T(scale), sr, o);
           break;
         case 2:
-          lse_rows<T, 2>(xr, yb, hb, rows, p.mp, p.d, T(scale), euclidean, sr, o);
+          lse_rows<T, M, 2>(xr, yb, hb, rows, p.mp, p.d, T(scale), sr, o);
           break;
         case 3:
-          lse_rows<T, 3>(xr, yb, hb, rows, p.mp, p.d, T(scale), euclidean, sr, o);
+          lse_rows<T, M, 3>(xr, yb, hb, rows, p.mp, p.d, T(scale), sr, o);
           break;
         default:
-          lse_rows<T, 0>(xr, yb, hb, rows, p.mp, p.d, T(scale), euclidean, sr, o);
+          lse_rows<T, M, 0>(xr, yb, hb, rows, p.mp, p.d, T(scale), sr, o);
       }
     }
   };
@@ -184,8 +195,10 @@ namespace TP_ISA_NAMESPACE {
 std::vector<at::Tensor> sinkhorn_lse(at::TensorList x, at::TensorList y, at::TensorList h, at::TensorList shift,
                                      double scale, bool euclidean) {
   if (x.empty()) return {};
-  return AT_DISPATCH_FLOATING_TYPES(x[0].scalar_type(), "torchpair_sinkhorn_lse",
-                                    [&] { return lse_impl<scalar_t>(x, y, h, shift, scale, euclidean); });
+  return AT_DISPATCH_FLOATING_TYPES(x[0].scalar_type(), "torchpair_sinkhorn_lse", [&] {
+    return euclidean ? lse_impl<scalar_t, metrics::EuclideanDirect>(x, y, h, shift, scale)
+                     : lse_impl<scalar_t, metrics::SqEuclideanDirect>(x, y, h, shift, scale);
+  });
 }
 }  // namespace TP_ISA_NAMESPACE
 }  // namespace tp::cpu
