@@ -33,6 +33,7 @@ def workloads():
     S1, S2 = rn(100, 8), rn(100, 8)
     Xg = rn(4000, 3).requires_grad_(True)
     Yg, Vg = rn(4000, 3), rn(4000, 4)
+    Pg = rn(2000, 16, dtype=torch.float64).requires_grad_(True)
     return {
         "dense euclidean 2000x2000 D32": lambda: tp.pairwise(X2k, Y2k, "euclidean"),
         "dense rbf 2000x2000 D32": lambda: tp.pairwise(X2k, Y2k, "rbf"),
@@ -46,6 +47,12 @@ def workloads():
         "lazy sum 20000^2 D3": lambda: tp.lazy(X20k3, Y20k3, "euclidean").sum(-1),
         "matmul fwd+bwd 4000^2 D3 C4": lambda: torch.autograd.grad((tp.lazy(Xg, Yg, "rbf") @ Vg).sum(), Xg),
         "small pairwise rbf 100x100 D8": lambda: tp.pairwise(S1, S2, "rbf"),
+        "logsumexp fwd+bwd 4000^2 D3": lambda: torch.autograd.grad(tp.lazy(Xg, Yg, "rbf").logsumexp(-1).sum(), Xg),
+        "softmax_matmul fwd+bwd 4000^2 D3 C4": lambda: torch.autograd.grad(
+            tp.lazy(Xg, Yg, "rbf").softmax_matmul(Vg).sum(), Xg),
+        "pdist fwd+bwd 2000 D16 f64": lambda: torch.autograd.grad(tp.pdist(Pg, "euclidean").sum(), Pg),
+        "chebyshev dense fwd+bwd 2000^2 D3": lambda: torch.autograd.grad(
+            tp.pairwise(Xg[:2000], Yg[:2000], "chebyshev").sum(), Xg),
     }
 
 
