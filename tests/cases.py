@@ -414,6 +414,23 @@ OP_CASES += [
 ]
 
 
+# ---- merges of partial reductions (the distributed merge) ---------------------------------
+def _merge_args(dtype, shape=(3, 4, 5)):
+    g = torch.Generator().manual_seed(12)
+    return torch.randn(*shape, dtype=dtype, generator=g, requires_grad=True)
+
+
+OP_CASES += [
+    OpCase("torchpair::_merge_topk", lambda dt: (_merge_args(dt, (4, 6)), torch.randperm(6).expand(4, 6).contiguous(),
+                                                 3, False, True), id="_merge_topk"),
+    OpCase("torchpair::_logsumexp_merge", lambda dt: (_merge_args(dt), 0), id="_logsumexp_merge"),
+    OpCase("torchpair::_logsumexp_raise", lambda dt: (_merge_args(dt, (4, 5)), _merge_args(dt, (4, 5)).detach() + 3),
+           id="_logsumexp_raise"),
+    OpCase("torchpair::_logsumexp_finalize", lambda dt: (_merge_args(dt, (4, 5)).exp().detach().requires_grad_(True),
+                                                         _merge_args(dt, (4, 5)).detach()), id="_logsumexp_finalize"),
+]
+
+
 # ---- exact optimal transport: emd, _emd, _emd_backward -----------------------------------
 def _emd_args(dtype, public=False):
     g = torch.Generator().manual_seed(9)

@@ -1101,7 +1101,7 @@ raises("torchpair::_logsumexp_merge", "partials-int", lambda: _ops._logsumexp_me
 gives("torchpair::_logsumexp_raise", "sum-under-a-larger-max", lambda: _ops._logsumexp_raise(T.tensor([0.0]),
       T.tensor([1.0])), lambda: torch.exp(torch.tensor([-1.0])))
 raises("torchpair::_logsumexp_raise", "shape-mismatch", lambda: _ops._logsumexp_raise(T.ones(2), T.ones(3)),
-       ValueError, r"'value' and 'max'")
+       ValueError, r"'max' must broadcast")
 gives("torchpair::_logsumexp_finalize", "log(sum) + max", lambda: _ops._logsumexp_finalize(T.tensor([2.0]),
       T.tensor([1.0])), lambda: torch.log(torch.tensor([2.0])) + 1)
 raises("torchpair::_logsumexp_finalize", "max-int", lambda: _ops._logsumexp_finalize(T.ones(2),

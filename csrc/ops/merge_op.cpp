@@ -6,7 +6,7 @@
 //   _logsumexp_merge(partials, dim)                       logsumexp of partial logsumexps along dim
 //   _logsumexp_raise(value, max)                          a partial logsumexp's sum under a larger
 //                                                         running maximum (to add sums across ranks;
-//                                                         value and max of one shape)
+//                                                         max broadcasts to value's shape)
 //   _logsumexp_finalize(sum, max)                         the logsumexp of such a sum
 #include <ATen/ATen.h>
 #include <torch/library.h>
@@ -61,8 +61,8 @@ at::Tensor logsumexp_merge_op(const at::Tensor& partials, int64_t dim) {
 void check_pair(const at::Tensor& a, const at::Tensor& max, const char* op, const char* name) {
   check_floating(a, op, name);
   check_floating(max, op, "max");
-  TORCH_CHECK_VALUE(a.sizes() == max.sizes(), "torchpair.", op, ": '", name, "' and 'max' must have one shape, got ",
-                    a.sizes(), " and ", max.sizes());
+  TORCH_CHECK_VALUE(at::is_expandable_to(max.sizes(), a.sizes()), "torchpair.", op, ": 'max' must broadcast to the shape of '",
+                    name, "', got ", max.sizes(), " and ", a.sizes());
 }
 
 at::Tensor logsumexp_raise_op(const at::Tensor& value, const at::Tensor& max) {
