@@ -593,15 +593,19 @@ print(json.dumps({"import_torch": t1 - t0, "import_torchpair": t2 - t1, "first":
 """
 
 
+def _fresh_process(script: str) -> dict:
+    """The JSON line a script prints last, run in a fresh interpreter ({"error": ...} if it fails)."""
+    try:
+        res = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+        return json.loads(res.stdout.strip().splitlines()[-1])
+    except Exception as exc:  # noqa: BLE001
+        return {"error": f"{type(exc).__name__}: {exc}"[:120]}
+
+
 def first_calls(log=None) -> list[dict]:
     out = []
     for name, call in FIRST_CALLS.items():
-        script = _FIRST_SCRIPT.replace("CALL", call)
-        try:
-            res = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
-            d = json.loads(res.stdout.strip().splitlines()[-1])
-        except Exception as exc:  # noqa: BLE001
-            d = {"error": f"{type(exc).__name__}: {exc}"[:120]}
+        d = _fresh_process(_FIRST_SCRIPT.replace("CALL", call))
         d["entry"] = name
         out.append(d)
         if log:
@@ -642,12 +646,7 @@ print(json.dumps({"times": ts, "faults": faults}))
 def fresh_sequences(log=None) -> list[dict]:
     out = []
     for name, (data, call) in FRESH_CASES.items():
-        script = _FRESH_SCRIPT.replace("DATA", data).replace("CALL", call)
-        try:
-            res = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
-            d = json.loads(res.stdout.strip().splitlines()[-1])
-        except Exception as exc:  # noqa: BLE001
-            d = {"error": f"{type(exc).__name__}: {exc}"[:120]}
+        d = _fresh_process(_FRESH_SCRIPT.replace("DATA", data).replace("CALL", call))
         d["case"] = name
         out.append(d)
         if log:
