@@ -4,6 +4,7 @@
 // CompositeImplicitAutograd: ATen compositions, differentiable, traceable.
 //   _merge_topk(values, indices, k, largest, nan_first)  the k best of candidate lists [..., n]
 //   _logsumexp_merge(partials, dim)                       logsumexp of partial logsumexps along dim
+//                                                         (their states merged)
 //   _logsumexp_raise(value, max)                          a partial logsumexp's sum under a larger
 //                                                         running maximum (to add sums across ranks;
 //                                                         max broadcasts to value's shape)
@@ -12,14 +13,12 @@
 #include <torch/library.h>
 
 #include "reductions/logsumexp.h"
-#include "reductions/tensor_tile.h"
 #include "reductions/topk.h"
 
 namespace tp::ops {
 namespace {
 
 using reductions::LogSumExp;
-using reductions::TileOps;
 
 void check_floating(const at::Tensor& t, const char* op, const char* name) {
   TORCH_CHECK_TYPE(at::isFloatingType(t.scalar_type()), "torchpair.", op, ": '", name,
@@ -50,12 +49,12 @@ at::Tensor logsumexp_merge_op(const at::Tensor& partials, int64_t dim) {
   TORCH_CHECK_VALUE(partials.dim() >= 1 && dim >= -partials.dim() && dim < partials.dim(),
                     "torchpair._logsumexp_merge: 'dim' must be a dimension of 'partials' (", partials.dim(),
                     " dimensions), got ", dim);
-  at::Tensor tile = partials.movedim(dim, -1);
-  std::vector<int64_t> shape = tile.sizes().vec();
-  shape.back() = 1;
-  auto state = LogSumExp<at::Tensor>::empty(at::zeros(shape, tile.options()));
-  if (tile.size(-1) > 0) state.fold(tile);
-  return state.finalize().squeeze(-1);
+  // one state per partial (a few: one per rank), merged
+  std::vector<int64_t> shape = partials.sizes().vec();
+  shape.erase(shape.begin() + at::maybe_wrap_dim(dim, partials.dim()));
+  auto state = LogSumExp<at::Tensor>::empty(at::zeros(shape, partials.options()));
+  for (int64_t k = 0; k < partials.size(dim); ++k) state.merge(state_of(partials.select(dim, k)));
+  return state.finalize();
 }
 
 void check_pair(const at::Tensor& a, const at::Tensor& max, const char* op, const char* name) {
