@@ -18,8 +18,4 @@ namespace tp::reductions {
 template <class Tile>
 struct TileOps;
 
-// The value type of a walker's tile statistics.
-template <class Tile>
-using RowValue = decltype(TileOps<Tile>::max(std::declval<const Tile&>()));
-
 }  // namespace tp::reductions
