@@ -290,24 +290,5 @@ struct NoExtra {
   void operator()(int64_t, bool, int64_t, int64_t, int64_t, int64_t, const T*, int64_t, T*) const {}
 };
 
-// buf[r * ld + c] = a_r . b_c for [nr, k] and [nc, k] row-major a, b (an outer product
-// when k = 1, where a BLAS call costs more than it computes).
-template <typename T>
-void outer_or_gemm(int64_t nr, int64_t nc, int64_t k, const T* a, const T* b, T* buf, int64_t ld) {
-  if (k == 1) {
-    using V = Vec<T>;
-    constexpr int64_t L = V::size();
-    for (int64_t r = 0; r < nr; ++r) {
-      const V ar(a[r]);
-      for (int64_t c = 0; c < nc; c += L) {
-        const int64_t count = std::min<int64_t>(L, nc - c);
-        (ar * V::loadu(b + c, count)).store(buf + r * ld + c, count);
-      }
-    }
-    return;
-  }
-  engine::gemm_nt<T>(nr, nc, k, T(1), a, k, b, k, T(0), buf, ld);
-}
-
 }  // namespace CPU_CAPABILITY
 }  // namespace tp::cpu
