@@ -363,9 +363,13 @@ std::tuple<at::Tensor, at::Tensor> topk_impl(const Request& req, int64_t k, bool
             pass = largest ? vals > root : vals < root;
             if (nan_first) pass = pass | vals.isnan();
           }
-          const int zero = pass.zero_mask();  // bit i set: lane i failed
-          for (int64_t i = 0; i < count; ++i)
-            if (!((zero >> i) & 1)) h.push(ord, k, t[c + i], c0 + c + i);
+          // bit i set: lane i passed. Most vectors of a tile have no lane that passes, so
+          // only the passing lanes are visited, lowest first (ties keep the lower column).
+          uint64_t passed = ~uint64_t(unsigned(pass.zero_mask())) & ((uint64_t(1) << count) - 1);
+          for (; passed != 0; passed &= passed - 1) {
+            const int64_t i = __builtin_ctzll(passed);
+            h.push(ord, k, t[c + i], c0 + c + i);
+          }
         }
       }
     });
