@@ -34,11 +34,11 @@ at::Tensor dense_impl(const Request& req) {
   if (out.numel() == 0) return out;
   auto src = make_sources<T>(req, req.spec.transposed);
   T* o = out.data_ptr<T>();
-  if (src[0]->is_plain_product() && B == 1) {
+  if (src.first().is_plain_product() && B == 1) {
     // linear: K = X Y^T is one GEMM, produced by one call outside our parallel region so it
     // spreads over every thread itself (PanelGemm's row blocks, or MKL's own team), with no
     // per-tile setup. Batches take the tiles below, which spread over batches as well.
-    src[0]->produce(0, rows, 0, cols, o, cols);
+    src.first().produce(0, rows, 0, cols, o, cols);
     return out;
   }
   for_each_tile<T>(src, [&](int64_t b, const TileSource<T>& s, int64_t r0, int64_t nr, int64_t c0, int64_t nc) {

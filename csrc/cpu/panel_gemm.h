@@ -28,14 +28,18 @@ inline namespace CPU_CAPABILITY {
 template <typename T>
 void pack_column_panels(const T* src, int64_t n, int64_t d, int64_t width, T* dst) {
   const int64_t panels = (n + width - 1) / width;
-  at::parallel_for(0, panels, 16, [&](int64_t q0, int64_t q1) {
+  auto pack = [&](int64_t q0, int64_t q1) {
     for (int64_t q = q0; q < q1; ++q) {
       T* panel = dst + q * d * width;
       const int64_t c_end = std::min(n, (q + 1) * width);
       for (int64_t c = q * width; c < c_end; ++c)
         for (int64_t k = 0; k < d; ++k) panel[k * width + (c - q * width)] = src[c * d + k];
     }
-  });
+  };
+  constexpr int64_t grain = 16;
+  // a few panels (a small operand, one batch element of many) are not worth a parallel region
+  if (panels <= grain) return pack(0, panels);
+  at::parallel_for(0, panels, grain, pack);
 }
 
 template <typename T>

@@ -129,6 +129,10 @@ class ElementwiseSource final : public TileSource<T> {
   void produce_impl(int64_t r0, int64_t nr, int64_t c0, int64_t nc, T* out, int64_t ldo) const {
     int64_t r = 0;
     for (; r + RB <= nr; r += RB) block<RB, Flipped>(r0 + r, c0, nc, out + r * ldo, ldo);
+    if (nr - r >= 2) {
+      block<2, Flipped>(r0 + r, c0, nc, out + r * ldo, ldo);
+      r += 2;
+    }
     for (; r < nr; ++r) block<1, Flipped>(r0 + r, c0, nc, out + r * ldo, ldo);
   }
 
@@ -230,26 +234,36 @@ class ElementwiseSource final : public TileSource<T> {
     const T* xr[R];
     for (int i = 0; i < R; ++i) xr[i] = rowp_ + (row + i) * d;
     for (int64_t c = 0; c < nc; c += W) {
-      const T* yc = chunk(c0 + c);
-      V acc[R][CB][M::kAcc];
-      for (int i = 0; i < R; ++i)
-        for (int j = 0; j < CB; ++j)
-          for (int a = 0; a < M::kAcc; ++a) acc[i][j][a] = V(T(0));
-      for (int64_t k = 0; k < d; ++k) {
-        V yv[CB];
-        for (int j = 0; j < CB; ++j) yv[j] = V::loadu(yc + k * W + j * L);
-        for (int i = 0; i < R; ++i) {
-          const V xb(xr[i][k]);
-          for (int j = 0; j < CB; ++j) {
-            V t[M::kAcc];
-            term<Flipped>(xb, yv[j], t);
-            accumulate_value(acc[i][j], t);
-          }
+      // a last chunk of at most L columns takes one column vector, not CB (small problems)
+      if (CB > 1 && nc - c <= L)
+        chunk_block<R, Flipped, 1>(xr, chunk(c0 + c), out + c, ldo);
+      else
+        chunk_block<R, Flipped, CB>(xr, chunk(c0 + c), out + c, ldo);
+    }
+  }
+
+  // R rows against the first NV column vectors of one packed chunk.
+  template <int R, bool Flipped, int NV>
+  inline void chunk_block(const T* const* xr, const T* yc, T* out, int64_t ldo) const {
+    const int64_t d = this->dim_;
+    V acc[R][NV][M::kAcc];
+    for (int i = 0; i < R; ++i)
+      for (int j = 0; j < NV; ++j)
+        for (int a = 0; a < M::kAcc; ++a) acc[i][j][a] = V(T(0));
+    for (int64_t k = 0; k < d; ++k) {
+      V yv[NV];
+      for (int j = 0; j < NV; ++j) yv[j] = V::loadu(yc + k * W + j * L);
+      for (int i = 0; i < R; ++i) {
+        const V xb(xr[i][k]);
+        for (int j = 0; j < NV; ++j) {
+          V t[M::kAcc];
+          term<Flipped>(xb, yv[j], t);
+          accumulate_value(acc[i][j], t);
         }
       }
-      for (int i = 0; i < R; ++i)
-        for (int j = 0; j < CB; ++j) M::finalize(acc[i][j], s_).store(out + i * ldo + c + j * L);
     }
+    for (int i = 0; i < R; ++i)
+      for (int j = 0; j < NV; ++j) M::finalize(acc[i][j], s_).store(out + i * ldo + j * L);
   }
 
   const T* rowp_ = nullptr;

@@ -16,8 +16,6 @@ using engine::Grads4;
 using engine::Request;
 
 
-template <typename T>
-using Sources = std::vector<engine::SourcePtr<T>>;
 
 // Batch element i of a [B, rows, ...] contiguous tensor, untyped (null if undefined).
 inline const void* batch_element(const at::Tensor& t, int64_t i) {
@@ -50,36 +48,88 @@ void parallel_units(int64_t units, double work, const F& f) {
   at::parallel_for(0, units, serial ? units : 1, f);
 }
 
+// The tile sources of a call's batch elements, in one orientation. A batch of a few
+// elements builds them up front on the calling thread and every thread shares them (one
+// element's source serves all the threads walking its tiles). A batch of many elements
+// builds each element's source inside the walk, on the thread that walks it (Cursor):
+// at::parallel_for hands each thread a contiguous run of units, and units are ordered by
+// batch element, so each source is built about once, and the set-up of many small problems
+// (allocation, packing) spreads over the threads instead of running ahead of the walk on
+// one. Building them up front in a parallel region of their own would cost a second
+// barrier per call.
+template <typename T>
+class Sources {
+ public:
+  Sources(const Request& req, bool transposed) : req_(req), batch_(req.x.size(0)) {
+    spec_ = req.spec;
+    spec_.transposed = transposed;
+    if (batch_ == 0) return;
+    lazy_ = batch_ >= 2 * int64_t(at::get_num_threads()) && batch_ > 1;
+    if (lazy_) {
+      first_ = build(0);
+    } else {
+      shared_.reserve(size_t(batch_));
+      for (int64_t b = 0; b < batch_; ++b) shared_.push_back(build(b));
+    }
+  }
+
+  bool empty() const { return batch_ == 0; }
+  int64_t size() const { return batch_; }
+  // Batch element 0's source: the geometry (rows, cols, blocks) every element shares.
+  const TileSource<T>& first() const { return lazy_ ? *first_ : *shared_[0]; }
+
+  // One thread's view of the sources during a walk.
+  class Cursor {
+   public:
+    explicit Cursor(const Sources& s) : s_(s) {}
+    const TileSource<T>& at(int64_t b) {
+      if (!s_.lazy_) return *s_.shared_[b];
+      if (b == 0) return *s_.first_;
+      if (b != b_) {
+        own_ = s_.build(b);
+        b_ = b;
+      }
+      return *own_;
+    }
+
+   private:
+    const Sources& s_;
+    engine::SourcePtr<T> own_;
+    int64_t b_ = -1;
+  };
+
+ private:
+  engine::SourcePtr<T> build(int64_t b) const {
+    Operands ops;
+    ops.x = batch_element(req_.x, b);
+    ops.y = batch_element(req_.y, b);
+    ops.a = batch_element(req_.a, b);
+    ops.b = batch_element(req_.b, b);
+    ops.n = req_.x.size(1);
+    ops.m = req_.y.size(1);
+    ops.d = req_.x.size(2);
+    return make_source<T>(spec_, ops);
+  }
+
+  const Request& req_;
+  SourceSpec spec_;
+  int64_t batch_;
+  bool lazy_ = false;
+  engine::SourcePtr<T> first_;
+  std::vector<engine::SourcePtr<T>> shared_;
+};
+
+template <typename T>
+Sources<T> make_sources(const Request& req, bool transposed) {
+  return Sources<T>(req, transposed);
+}
+
 // The work of a walk over every pair of these sources' operators.
 template <typename T>
 double walk_work(const Sources<T>& src) {
   if (src.empty()) return 0.0;
-  return double(src.size()) * double(src[0]->rows()) * double(src[0]->cols()) * double(std::max<int64_t>(src[0]->dim(), 1));
-}
-
-// One tile source per batch element, in the requested orientation. Built on the calling
-// thread: building them in parallel too would be a second parallel region per call, whose
-// barrier costs more than it saves for a batch of small problems (the case where set-up
-// matters) whenever the other cores are busy.
-template <typename T>
-Sources<T> make_sources(const Request& req, bool transposed) {
-  const int64_t B = req.x.size(0), n = req.x.size(1), m = req.y.size(1), d = req.x.size(2);
-  SourceSpec spec = req.spec;
-  spec.transposed = transposed;
-  Sources<T> out;
-  out.reserve(B);
-  for (int64_t i = 0; i < B; ++i) {
-    Operands ops;
-    ops.x = batch_element(req.x, i);
-    ops.y = batch_element(req.y, i);
-    ops.a = batch_element(req.a, i);
-    ops.b = batch_element(req.b, i);
-    ops.n = n;
-    ops.m = m;
-    ops.d = d;
-    out.push_back(make_source<T>(spec, ops));
-  }
-  return out;
+  const TileSource<T>& s = src.first();
+  return double(src.size()) * double(s.rows()) * double(s.cols()) * double(std::max<int64_t>(s.dim(), 1));
 }
 
 // f(batch, source, r0, nr) for every row block, in parallel. balanced: the row blocks of a
@@ -87,17 +137,18 @@ Sources<T> make_sources(const Request& req, bool transposed) {
 // at::parallel_for gives each thread hold equal shares of a triangle.
 template <typename T, typename F>
 void for_each_row_block(const Sources<T>& src, const F& f, bool balanced = false) {
-  if (src.empty() || src[0]->rows() == 0) return;
-  const int64_t rows = src[0]->rows(), rb = src[0]->row_block();
+  if (src.empty() || src.first().rows() == 0) return;
+  const int64_t rows = src.first().rows(), rb = src.first().row_block();
   const int64_t nrb = (rows + rb - 1) / rb;
   const int64_t units = int64_t(src.size()) * nrb;
   // a balanced walk covers a triangle: half the pairs
   parallel_units(units, balanced ? walk_work(src) / 2 : walk_work(src), [&](int64_t u0, int64_t u1) {
+    typename Sources<T>::Cursor cursor(src);
     for (int64_t u = u0; u < u1; ++u) {
       const int64_t k = u % nrb;
       const int64_t blk = !balanced ? k : (k % 2 == 0) ? k / 2 : nrb - 1 - k / 2;
       const int64_t b = u / nrb, r0 = blk * rb;
-      f(b, *src[b], r0, std::min(rb, rows - r0));
+      f(b, cursor.at(b), r0, std::min(rb, rows - r0));
     }
   });
 }
@@ -108,15 +159,17 @@ void for_each_row_block(const Sources<T>& src, const F& f, bool balanced = false
 // gets a contiguous run of tiles in row-major order, so it still reuses its row block.
 template <typename T, typename F>
 void for_each_tile(const Sources<T>& src, const F& f) {
-  if (src.empty() || src[0]->rows() == 0 || src[0]->cols() == 0) return;
-  const int64_t rows = src[0]->rows(), rb = src[0]->row_block();
-  const int64_t cols = src[0]->cols(), cb = src[0]->col_block();
+  const TileSource<T>* s0 = src.empty() ? nullptr : &src.first();
+  if (!s0 || s0->rows() == 0 || s0->cols() == 0) return;
+  const int64_t rows = s0->rows(), rb = s0->row_block();
+  const int64_t cols = s0->cols(), cb = s0->col_block();
   const int64_t nrb = (rows + rb - 1) / rb, ncb = (cols + cb - 1) / cb;
   const int64_t units = int64_t(src.size()) * nrb * ncb;
   parallel_units(units, walk_work(src), [&](int64_t u0, int64_t u1) {
+    typename Sources<T>::Cursor cursor(src);
     for (int64_t u = u0; u < u1; ++u) {
       const int64_t b = u / (nrb * ncb), r0 = (u / ncb % nrb) * rb, c0 = (u % ncb) * cb;
-      f(b, *src[b], r0, std::min(rb, rows - r0), c0, std::min(cb, cols - c0));
+      f(b, cursor.at(b), r0, std::min(rb, rows - r0), c0, std::min(cb, cols - c0));
     }
   });
 }
