@@ -312,6 +312,10 @@ std::optional<Prepared> mahalanobis_native(const Inputs& in, const at::Tensor& V
 // Up to this many features the difference-based kernels are as fast as GEMM and exact for
 // equal rows; above it the GEMM form wins (see docs/performance.md).
 constexpr int64_t kDirectMaxFeatures = 16;
+// torch.cdist's own rule: its GEMM path starts above 25 rows on either side. Below that a
+// problem (one batch element of many, say) is too small for a product to pay for centring
+// the operands and setting it up, and the difference-based kernel is exact besides.
+constexpr int64_t kDirectMaxRows = 25;
 
 int64_t feature_dim(const Inputs& in) { return in.x.sym_size(-1).guard_int(__FILE__, __LINE__); }
 
@@ -337,9 +341,14 @@ Prepared distance_family(const Inputs& in, const DistanceKernels& kernels, std::
   Prepared p;
   p.symmetric = in.symmetric;
   p.scalars = std::move(scalars);
-  // compute_mode (torch.cdist's): the default takes the direct kernel up to 16 features
+  // compute_mode (torch.cdist's): the default takes the direct kernel up to 16 features, or
+  // when neither operand has more than 25 rows (a guard on the sizes, not a specialization)
+  const auto few_rows = [&](const at::Tensor& t) {
+    return !t.defined() || t.sym_size(-2).sym_le(kDirectMaxRows).guard_bool(__FILE__, __LINE__);
+  };
   const bool direct = in.compute_mode == ComputeMode::kDirect ||
-                      (in.compute_mode == ComputeMode::kIfNecessary && feature_dim(in) <= kDirectMaxFeatures);
+                      (in.compute_mode == ComputeMode::kIfNecessary &&
+                       (feature_dim(in) <= kDirectMaxFeatures || (few_rows(in.x) && few_rows(in.y))));
   if (direct) {
     p.x = in.x;
     p.y = in.y;
