@@ -123,6 +123,32 @@ def test_use_mm_forces_gemm_below_16_features():
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("rows", [25, 26])
+def test_default_mode_small_problems_take_the_exact_kernel(dtype, rows):
+    """torch.cdist's rule: with at most 25 rows on both sides the default takes the
+    difference-based kernel at any D, so rows equal in X and Y give scipy's exact 0 (batched
+    too); with 26 rows on a side it is the GEMM form, within the bound below."""
+    d = 64
+    eps = torch.finfo(dtype).eps
+    g = torch.Generator().manual_seed(rows)
+    x = torch.randn(3, rows, d, dtype=torch.float64, generator=g).to(dtype)
+    y = x.flip(1).clone()  # y[:, j] == x[:, rows - 1 - j]
+    out = tp.cdist(x, y, "euclidean")
+    same = out.flip(-1).diagonal(dim1=-2, dim2=-1)
+    ref = ssd.cdist(x[0].double().numpy(), y[0].double().numpy(), "euclidean")
+    assert (np.fliplr(ref).diagonal() == 0).all()
+    # the GEMM form's documented bound for equal rows (below), c the mean of Y's rows
+    c = y.double().mean(1, keepdim=True)
+    bound = torch.sqrt((d + 3) * eps * 2 * ((x.double() - c) ** 2).sum(-1))
+    torch.testing.assert_close(out[0].double(), torch.from_numpy(ref), rtol=4 * eps, atol=bound.max().item())
+    if rows <= 25:
+        assert torch.equal(same, torch.zeros_like(same)), same
+    else:  # the GEMM form: within the bound, and not exactly 0 for every pair at D = 64
+        assert (same.double() <= bound).all(), same
+        assert (same > 0).any(), same
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
 @pytest.mark.parametrize("d", [17, 64, 1000])
 def test_default_mode_bound_for_equal_rows(dtype, d):
     """The documented bound of the default (GEMM, D > 16) path for rows equal in X and Y:

@@ -550,8 +550,10 @@ def test_prepared_engine_kernels_match_scipy(metric, d, sweeps):
     from scipy.spatial import distance as ssd
 
     g = torch.Generator().manual_seed(4)
-    X = torch.randn(N, d, generator=g, dtype=torch.float64)
-    Y = torch.randn(M, d, generator=g, dtype=torch.float64)
+    # more than 25 rows: the default takes the GEMM form above 16 features only then
+    n, m = 30, 28
+    X = torch.randn(n, d, generator=g, dtype=torch.float64)
+    Y = torch.randn(m, d, generator=g, dtype=torch.float64)
     if metric == "mahalanobis":
         cov = np.cov(np.vstack([X.numpy(), Y.numpy()]).T)
         param = {"VI": torch.from_numpy(np.linalg.inv(cov))}
@@ -560,13 +562,13 @@ def test_prepared_engine_kernels_match_scipy(metric, d, sweeps):
         param = {"V": torch.rand(d, generator=g, dtype=torch.float64) + 0.5}
         oracle = ssd.cdist(X.numpy(), Y.numpy(), "seuclidean", V=param["V"].numpy())
     name = next(iter(param))
-    eye = torch.eye(M, dtype=torch.float64)
+    eye = torch.eye(m, dtype=torch.float64)
     with tp.backend("keops", strict=True):
         dense = tp.lazy(X, Y, metric, **param) @ eye
     assert sweeps["n"] == 1, "the keops backend did not run"
     torch.testing.assert_close(dense, torch.from_numpy(oracle), rtol=1e-9, atol=1e-10)
 
-    V = torch.randn(M, C, generator=g, dtype=torch.float64)
+    V = torch.randn(m, C, generator=g, dtype=torch.float64)
     grads = {}
     for backend in ("native", "keops"):
         x, p = X.clone().requires_grad_(True), param[name].clone().requires_grad_(True)

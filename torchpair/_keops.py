@@ -256,7 +256,8 @@ _PREPARED_SUPPORT: dict = {}
 
 def _prepared_support(name: str) -> bool:
     """Whether a metric prepares into translated engine kernels (probed once per metric with
-    its default parameters, on both engine forms: 2 and 17 features)."""
+    its default parameters, on both engine forms: 2 features, and 17 features with more rows
+    than the difference-based kernel takes by default)."""
     if name not in _PREPARED_SUPPORT:
         info = _catalog.info(name)
         ok = not info.is_boolean and not info.is_sequence
@@ -264,7 +265,7 @@ def _prepared_support(name: str) -> bool:
         for d in (2, 17):
             if not ok:
                 break
-            x = torch.rand(1, 5, d, generator=g, dtype=torch.float64) + 0.1
+            x = torch.rand(1, 32, d, generator=g, dtype=torch.float64) + 0.1
             try:
                 prepared = _prepared(x, x + 0.05, name, {})
             except (ValueError, TypeError, RuntimeError):

@@ -24,7 +24,8 @@
 
 // String options, taken by every metric (structural, as the scalars):
 //   compute_mode: torch.cdist's engine switch — "use_mm_for_euclid_dist_if_necessary"
-//   (default: difference-based kernels up to 16 features, GEMM above),
+//   (default: difference-based kernels up to 16 features or when neither operand has more
+//   than 25 rows, GEMM otherwise),
 //   "use_mm_for_euclid_dist" (GEMM always), "donot_use_mm_for_euclid_dist" (difference-based
 //   always: exact zeros for equal rows). It selects the engine of the squared-distance family
 //   (euclidean, sqeuclidean, rbf, seuclidean, hellinger, minkowski p = 2, matern,
