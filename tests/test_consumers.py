@@ -115,6 +115,22 @@ def test_ties_resolve_to_lowest_index(generic, monkeypatch):
     assert K.T.argmin(-2)[1].item() == 1  # dim=-2 of K^T: over K's columns
 
 
+@pytest.mark.parametrize("k", [1, 7, 64])
+@pytest.mark.parametrize("largest", [False, True])
+def test_topk_many_ties_and_nans_match_a_stable_sort(k, largest):
+    """Long rows (many selection rounds per row) full of exact ties and NaN: the k best under
+    torch's stable sort (ties to the lowest column, NaN the largest value)."""
+    g = torch.Generator().manual_seed(k)
+    x = torch.randint(0, 4, (37, 2), generator=g).double()
+    y = torch.randint(0, 4, (3000, 2), generator=g).double()  # 16 distinct points: ties everywhere
+    y[torch.randperm(3000, generator=g)[:150], 1] = float("nan")
+    D = ((x[:, None] - y[None]) ** 2).sum(-1)
+    order = torch.sort(D, dim=-1, stable=True, descending=largest).indices[:, :k]
+    top = tp.lazy(x, y, "sqeuclidean").topk(k, largest=largest)
+    assert torch.equal(top.indices, order)
+    torch.testing.assert_close(top.values, D.gather(-1, order), equal_nan=True)
+
+
 @pytest.mark.parametrize("generic", [False, True], ids=["native", "generic"])
 def test_nan_handling_matches_torch(generic, monkeypatch):
     if generic:

@@ -284,42 +284,51 @@ Grads5 row_reduce_backward_impl(const at::Tensor& grad_in, const Request& req, c
 
 using reductions::TopkOrder;
 
-// A bounded heap of the k best candidates of one row: the root is the worst kept one.
+// The k best candidates of one row so far: a buffer of up to 2k candidates, cut back to
+// its k best (nth_element under the rule) whenever it fills. After the first cut the worst
+// kept candidate is the bar a new one must beat; a candidate that enters costs an append
+// and a share of the next cut (amortized O(1)), where a heap of k pays log k comparisons
+// under the rule for each.
 template <typename T>
 struct TopkRow {
-  T* val;
-  int64_t* idx;
-  int64_t size = 0;
+  struct Candidate {
+    T v;
+    int64_t j;
+  };
+  Candidate* buf = nullptr;  // 2k slots
+  int64_t size = 0, k = 0;
+  bool barred = false;  // bar holds the k-th best so far (after the first cut)
+  bool nan = false;     // a NaN was ever buffered
+  Candidate bar{};
 
-  void push(const TopkOrder<T>& ord, int64_t k, T v, int64_t j) {
-    auto worse = [&](int64_t p, int64_t q) { return ord.better(val[q], idx[q], val[p], idx[p]); };
-    if (size < k) {  // sift up
-      int64_t i = size++;
-      val[i] = v;
-      idx[i] = j;
-      while (i > 0) {
-        const int64_t parent = (i - 1) / 2;
-        if (!worse(i, parent)) break;
-        std::swap(val[i], val[parent]);
-        std::swap(idx[i], idx[parent]);
-        i = parent;
-      }
-      return;
-    }
-    if (!ord.better(v, j, val[0], idx[0])) return;
-    val[0] = v;
-    idx[0] = j;
-    int64_t i = 0;  // sift down
-    for (;;) {
-      const int64_t l = 2 * i + 1, r = l + 1;
-      int64_t w = i;
-      if (l < size && worse(l, w)) w = l;
-      if (r < size && worse(r, w)) w = r;
-      if (w == i) break;
-      std::swap(val[i], val[w]);
-      std::swap(idx[i], idx[w]);
-      i = w;
-    }
+  void push(const TopkOrder<T>& ord, T v, int64_t j) {
+    nan = nan || std::isnan(v);
+    buf[size++] = Candidate{v, j};
+    if (size == 2 * k) cut(ord);
+  }
+  // Keeps the k best; the k-th of them becomes the bar.
+  void cut(const TopkOrder<T>& ord) {
+    with_order(ord, [&](const auto& better) { std::nth_element(buf, buf + (k - 1), buf + size, better); });
+    size = k;
+    bar = buf[k - 1];
+    barred = true;
+  }
+  // The kept candidates, best first.
+  void finish(const TopkOrder<T>& ord) {
+    if (size > k) cut(ord);
+    with_order(ord, [&](const auto& better) { std::sort(buf, buf + size, better); });
+  }
+
+ private:
+  // f(better): the rule as a comparison of candidates; without NaN it reduces to the value,
+  // then the column, which the selection runs several times faster.
+  template <typename F>
+  void with_order(const TopkOrder<T>& ord, const F& f) const {
+    if (nan)
+      return f([&](const Candidate& p, const Candidate& q) { return ord.better(p.v, p.j, q.v, q.j); });
+    if (ord.largest)
+      return f([](const Candidate& p, const Candidate& q) { return p.v > q.v || (p.v == q.v && p.j < q.j); });
+    f([](const Candidate& p, const Candidate& q) { return p.v < q.v || (p.v == q.v && p.j < q.j); });
   }
 };
 
@@ -333,56 +342,56 @@ std::tuple<at::Tensor, at::Tensor> topk_impl(const Request& req, int64_t k, bool
   T* vo = values.data_ptr<T>();
   int64_t* io = indices.data_ptr<int64_t>();
   const TopkOrder<T> ord{largest, nan_first};
+  using Candidate = typename TopkRow<T>::Candidate;
   for_each_row_block<T>(src, [&](int64_t b, const TileSource<T>& s, int64_t r0, int64_t nr) {
     using V = Vec<T>;
     constexpr int64_t L = V::size();
     const int64_t ld = s.col_block();
     T* tile = scratch<T>(0, s.row_block() * ld);
-    T* heap_v = scratch<T>(1, nr * k);
-    std::vector<int64_t> heap_i(size_t(nr * k));
-    std::vector<TopkRow<T>> heaps(nr);
-    for (int64_t r = 0; r < nr; ++r) heaps[r] = TopkRow<T>{heap_v + r * k, heap_i.data() + r * k, 0};
+    std::vector<Candidate> slots(size_t(nr * 2 * k));
+    std::vector<TopkRow<T>> sel(nr);
+    for (int64_t r = 0; r < nr; ++r) {
+      sel[r].buf = slots.data() + r * 2 * k;
+      sel[r].k = k;
+    }
     for_each_col_block<T>(s, [&](int64_t c0, int64_t nc) {
       s.produce(r0, nr, c0, nc, tile, ld);
       for (int64_t r = 0; r < nr; ++r) {
-        TopkRow<T>& h = heaps[r];
+        TopkRow<T>& h = sel[r];
         const T* t = tile + r * ld;
         int64_t c = 0;
-        // Fill the heap, then only look closer at candidates that beat its root: a
-        // vectorized comparison discards most of a tile.
-        for (; c < nc && h.size < k; ++c) h.push(ord, k, t[c], c0 + c);
+        // Take every candidate until the first cut sets a bar, then only look closer at
+        // candidates that beat it: a vectorized comparison discards most of a tile.
+        for (; c < nc && !h.barred; ++c) h.push(ord, t[c], c0 + c);
         for (; c < nc; c += L) {
           const int64_t count = std::min<int64_t>(L, nc - c);
           const V vals = V::loadu(t + c, count);
-          // lanes that beat the root (ties never do: their columns come later)
+          // lanes that beat the bar (ties never do: their columns come later)
           V pass;
-          if (std::isnan(h.val[0])) {
-            pass = nan_first ? V(T(0)) : (vals == vals);  // a NaN root loses to every number
+          if (std::isnan(h.bar.v)) {
+            pass = nan_first ? V(T(0)) : (vals == vals);  // a NaN bar loses to every number
           } else {
-            const V root(h.val[0]);
-            pass = largest ? vals > root : vals < root;
+            const V bar(h.bar.v);
+            pass = largest ? vals > bar : vals < bar;
             if (nan_first) pass = pass | vals.isnan();
           }
           // bit i set: lane i passed. Most vectors of a tile have no lane that passes, so
-          // only the passing lanes are visited, lowest first (ties keep the lower column).
+          // only the passing lanes are visited, lowest first.
           uint64_t passed = ~uint64_t(unsigned(pass.zero_mask())) & ((uint64_t(1) << count) - 1);
           for (; passed != 0; passed &= passed - 1) {
             const int64_t i = __builtin_ctzll(passed);
-            h.push(ord, k, t[c + i], c0 + c + i);
+            h.push(ord, t[c + i], c0 + c + i);
           }
         }
       }
     });
-    for (int64_t r = 0; r < nr; ++r) {  // best first
-      TopkRow<T>& h = heaps[r];
-      std::vector<int64_t> order(size_t(h.size));
-      for (int64_t i = 0; i < h.size; ++i) order[i] = i;
-      std::sort(order.begin(), order.end(),
-                [&](int64_t p, int64_t q) { return ord.better(h.val[p], h.idx[p], h.val[q], h.idx[q]); });
+    for (int64_t r = 0; r < nr; ++r) {
+      TopkRow<T>& h = sel[r];
+      h.finish(ord);
       const int64_t base = (b * rows + r0 + r) * k;
       for (int64_t i = 0; i < h.size; ++i) {
-        vo[base + i] = h.val[order[i]];
-        io[base + i] = h.idx[order[i]];
+        vo[base + i] = h.buf[i].v;
+        io[base + i] = h.buf[i].j;
       }
     }
   });
