@@ -1,11 +1,12 @@
 """The products X Y^T under every inner-product metric (csrc/cpu/panel_gemm.h: our register-tile
-GEMM for up to 256 features on AVX2/AVX512, BLAS otherwise), checked against numpy's products
+GEMM on AVX2/AVX512, BLAS otherwise), checked against numpy's products
 in extended precision, in every CPU capability the engines are compiled for (each in a fresh
 process).
 
 The shapes are chosen to cross each edge of the kernel: row remainders of the 6-row register
 tile, the last (partial) column panel, the L2 column blocks of one call, the 512-column tiles of
-the tile consumers, the feature-count limit (256 in the kernel, 257 to BLAS), batches,
+the tile consumers, the feature blocks (256 float32 / 128 float64 features; later blocks add
+to the stored tile, in the last partial panel too), batches,
 broadcasting and strided operands; dense results, pdist, a lazy consumer and a gradient each go
 through a different caller of the product.
 
@@ -45,7 +46,8 @@ PRODUCT_CHECK = textwrap.dedent("""
 
     for dtype in (torch.float32, torch.float64):
         for n, m, k in [(1, 1, 1), (5, 17, 2), (6, 16, 31), (7, 15, 32), (13, 63, 3), (11, 64, 8),
-                        (12, 65, 33), (29, 513, 40), (61, 700, 256), (19, 300, 257), (3, 1030, 128)]:
+                        (12, 65, 33), (29, 513, 40), (61, 700, 256), (19, 300, 257), (3, 1030, 128),
+                        (14, 130, 600), (7, 70, 1031)]:
             x, y = operands((n, k), (m, k), dtype)
             check(tp.pairwise(x, y, "linear"), x.double().numpy(), y.double().numpy(), k, dtype)
             # the tile consumers (tiles of 256 x 512, then an epilogue): cosine_similarity of

@@ -1,5 +1,6 @@
 #include "catalog/prepare.h"
 #include "engines/gemm.h"
+#include "engines/output_memory.h"
 
 #include <ATen/Dispatch.h>
 #include <ATen/Parallel.h>
@@ -128,7 +129,7 @@ std::optional<Prepared> centred_native(const Inputs& in) {
     at::Tensor ctr = at::empty({B, d}, in.x.options());
     row_mean_loop<scalar_t>(ref.data_ptr<scalar_t>(), ctr.data_ptr<scalar_t>(), B, ref.size(1), d);
     auto centre = [&](const at::Tensor& t, at::Tensor& out, at::Tensor& sq) {
-      out = at::empty_like(t);
+      out = engine::empty_output(t.sizes(), t.options());
       sq = at::empty({t.size(0), t.size(1)}, t.options());
       centre_loop<scalar_t>(t.data_ptr<scalar_t>(), ctr.data_ptr<scalar_t>(), out.data_ptr<scalar_t>(),
                             sq.data_ptr<scalar_t>(), t.size(0), t.size(1), d);

@@ -1,11 +1,13 @@
 #pragma once
-// C = A B^T for pairwise shapes: many rows on both sides, few features. Included by
-// sources.h inside the inline namespace CPU_CAPABILITY, so each capability gets its own copy.
+// C = A B^T for pairwise shapes: many rows on both sides. Included by sources.h inside the
+// inline namespace CPU_CAPABILITY, so each capability gets its own copy.
 //
 // Why our own product instead of BLAS: MKL chooses its kernels by CPU vendor and runs a
 // generic, slower path on non-Intel CPUs, where this tile is faster; on Intel CPUs the two
-// are at parity (both at the FMA peak). With few features one pass of a register tile over a
-// packed panel is the whole product: no k blocking, no packing of A.
+// are at parity (both at the FMA peak). A is read in place (no packing): a register tile's
+// rows of one feature block stay in L1. With up to kBlock features one pass over a packed
+// panel is the whole product; longer rows are walked in feature blocks whose tiles add to
+// what the earlier blocks stored.
 //
 // Layout: the column operand B [n x k] is packed once into panels of P columns, each panel
 // [k][P] contiguous, vector-aligned and zero-padded past n: the register tile streams it. A
@@ -19,6 +21,8 @@
 #include <cstdint>
 #include <cstdlib>
 
+#include "engines/output_memory.h"
+
 namespace tp::cpu {
 inline namespace CPU_CAPABILITY {
 
@@ -31,9 +35,19 @@ void pack_column_panels(const T* src, int64_t n, int64_t d, int64_t width, T* ds
   auto pack = [&](int64_t q0, int64_t q1) {
     for (int64_t q = q0; q < q1; ++q) {
       T* panel = dst + q * d * width;
-      const int64_t c_end = std::min(n, (q + 1) * width);
-      for (int64_t c = q * width; c < c_end; ++c)
-        for (int64_t k = 0; k < d; ++k) panel[k * width + (c - q * width)] = src[c * d + k];
+      const T* rows = src + q * width * d;
+      const int64_t w = std::min(n - q * width, width);
+      // 16 features (a cache line of a source row) at a time: each source line is read once
+      // and whole, and the 16 panel rows being written stay in L1. (A feature at a time
+      // reads the width rows at a stride of d values, which for a power-of-two d maps them
+      // to a few cache sets that cannot hold them.)
+      constexpr int64_t kb = 16;
+      int64_t k0 = 0;
+      for (; k0 + kb <= d; k0 += kb)
+        for (int64_t c = 0; c < w; ++c)
+          for (int64_t kk = 0; kk < kb; ++kk) panel[(k0 + kk) * width + c] = rows[c * d + k0 + kk];
+      for (int64_t c = 0; c < w; ++c)
+        for (int64_t kk = k0; kk < d; ++kk) panel[kk * width + c] = rows[c * d + kk];
     }
   };
   constexpr int64_t grain = 16;
@@ -55,15 +69,18 @@ class PanelGemm {
   static constexpr int64_t P = kVecs * L;  // columns per panel
 
  public:
-  // DEFAULT builds have no fused multiply-add vectors worth a kernel of their own; a long
-  // feature axis wants k blocking, which BLAS does. Both keep the BLAS path.
+  // DEFAULT builds have no fused multiply-add vectors worth a kernel of their own: they keep
+  // the BLAS path.
   static constexpr bool kAvailable =
 #if defined(CPU_CAPABILITY_AVX512) || defined(CPU_CAPABILITY_AVX2)
       true;
 #else
       false;
 #endif
-  static constexpr int64_t kMaxDim = 256;
+  // The feature axis is walked in blocks of this many features (1 KiB of a row): a block of
+  // a panel (kBlock x P) stays in L2 and a register tile's rows (kRows x kBlock) in L1
+  // whatever D is; the tiles of later blocks add to what the earlier ones stored.
+  static constexpr int64_t kBlock = 1024 / int64_t(sizeof(T));
   // Below ~2M multiply-adds per source, packing (an allocation and a copy of the operand per
   // source, per batch) costs what the faster tile saves: batches of tiny matrices are many
   // times faster through MKL's small-matrix path, and single products break even between
@@ -76,8 +93,14 @@ class PanelGemm {
     }();
     return value;
   }
+  // The packed copy of the column operand is at most this large: a larger one would be a
+  // second copy of an operand that large (and fault in fresh pages on every call, past what
+  // engine::empty_output keeps); BLAS packs in blocks instead.
+  static constexpr int64_t kMaxPackedBytes = int64_t(256) << 20;
+
   static bool suits(int64_t rows, int64_t cols, int64_t k) {
-    return kAvailable && k >= 1 && k <= kMaxDim && rows * cols * k >= min_work();
+    return kAvailable && k >= 1 && rows * cols * k >= min_work() &&
+           (cols + P) * k * int64_t(sizeof(T)) <= kMaxPackedBytes;
   }
 
   PanelGemm() = default;
@@ -86,8 +109,10 @@ class PanelGemm {
     const int64_t panels = (n + P - 1) / P;
     // The CPU allocator aligns to 64 bytes, so every panel row is vector-aligned.
     const auto dtype = at::TensorOptions().dtype(c10::CppTypeToScalarType<T>::value);
-    packed_ = at::zeros({std::max<int64_t>(panels * k * P, 1)}, dtype);
-    pack_column_panels(b, n, k, P, packed_.data_ptr<T>());
+    packed_ = engine::empty_output({std::max<int64_t>(panels * k * P, 1)}, dtype);
+    T* dst = packed_.data_ptr<T>();
+    if (n % P != 0) std::fill(dst + (panels - 1) * k * P, dst + panels * k * P, T(0));  // padding columns
+    pack_column_panels(b, n, k, P, dst);
   }
 
   bool empty() const { return !packed_.defined(); }
@@ -98,8 +123,9 @@ class PanelGemm {
   void run(const T* a, int64_t r0, int64_t nr, int64_t c0, int64_t nc, T* out, int64_t ldo) const {
     TORCH_INTERNAL_ASSERT(c0 % P == 0 && c0 + nc <= n_);
     const int64_t k = k_;
+    const int64_t kc = std::min(k, kBlock);
     // Panels of a column block stay in L2 while every row block of a thread walks them.
-    const int64_t block = std::max<int64_t>(1, (192 * 1024) / (k * P * int64_t(sizeof(T)))) * P;
+    const int64_t block = std::max<int64_t>(1, (192 * 1024) / (kc * P * int64_t(sizeof(T)))) * P;
     const int64_t row_blocks = (nr + kRows - 1) / kRows;
     const T* panels = packed_.data_ptr<T>();
     // A thread's share is at least ~2^20 multiply-adds (tens of microseconds): waking the
@@ -108,13 +134,16 @@ class PanelGemm {
     at::parallel_for(0, row_blocks, grain, [&](int64_t i0, int64_t i1) {
       for (int64_t cb = 0; cb < nc; cb += block) {
         const int64_t cb_end = std::min(nc, cb + block);
-        for (int64_t i = i0; i < i1; ++i) {
-          const int64_t r = i * kRows;
-          const int64_t rows = std::min<int64_t>(kRows, nr - r);
-          const T* ar = a + (r0 + r) * k;
-          for (int64_t c = cb; c < cb_end; c += P) {
-            const T* panel = panels + (c0 + c) / P * k * P;
-            tile(rows, ar, panel, out + r * ldo + c, ldo, std::min<int64_t>(P, cb_end - c));
+        for (int64_t k0 = 0; k0 < k; k0 += kc) {
+          const int64_t kn = std::min(kc, k - k0);
+          for (int64_t i = i0; i < i1; ++i) {
+            const int64_t r = i * kRows;
+            const int64_t rows = std::min<int64_t>(kRows, nr - r);
+            const T* ar = a + (r0 + r) * k + k0;
+            for (int64_t c = cb; c < cb_end; c += P) {
+              const T* panel = panels + (c0 + c) / P * k * P + k0 * P;
+              tile(rows, ar, panel, out + r * ldo + c, ldo, std::min<int64_t>(P, cb_end - c), kn, k0 > 0);
+            }
           }
         }
       }
@@ -122,26 +151,45 @@ class PanelGemm {
   }
 
  private:
-  void tile(int64_t rows, const T* a, const T* panel, T* out, int64_t ldo, int64_t cols) const {
+  void tile(int64_t rows, const T* a, const T* panel, T* out, int64_t ldo, int64_t cols, int64_t kn,
+            bool add) const {
     switch (rows) {
-      case 6: return tile<6>(a, panel, out, ldo, cols);
-      case 5: return tile<5>(a, panel, out, ldo, cols);
-      case 4: return tile<4>(a, panel, out, ldo, cols);
-      case 3: return tile<3>(a, panel, out, ldo, cols);
-      case 2: return tile<2>(a, panel, out, ldo, cols);
-      default: return tile<1>(a, panel, out, ldo, cols);
+      case 6: return tile<6>(a, panel, out, ldo, cols, kn, add);
+      case 5: return tile<5>(a, panel, out, ldo, cols, kn, add);
+      case 4: return tile<4>(a, panel, out, ldo, cols, kn, add);
+      case 3: return tile<3>(a, panel, out, ldo, cols, kn, add);
+      case 2: return tile<2>(a, panel, out, ldo, cols, kn, add);
+      default: return tile<1>(a, panel, out, ldo, cols, kn, add);
     }
   }
 
+  // out (R x cols) = (add ? out : 0) + a (R x kn, row stride k_) . panel (kn x P)
   template <int R>
-  void tile(const T* a, const T* panel, T* out, int64_t ldo, int64_t cols) const {
+  void tile(const T* a, const T* panel, T* out, int64_t ldo, int64_t cols, int64_t kn, bool add) const {
     const int64_t k = k_;
     V acc[R][kVecs];
+    alignas(64) T edge[R][P];  // the last panel of a row: only cols < P columns exist
+    if (!add) {
 #pragma GCC unroll 6
-    for (int r = 0; r < R; ++r)
+      for (int r = 0; r < R; ++r)
 #pragma GCC unroll 4
-      for (int j = 0; j < kVecs; ++j) acc[r][j] = V(T(0));
-    for (int64_t p = 0; p < k; ++p) {
+        for (int j = 0; j < kVecs; ++j) acc[r][j] = V(T(0));
+    } else if (cols == P) {
+#pragma GCC unroll 6
+      for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+        for (int j = 0; j < kVecs; ++j) acc[r][j] = V::loadu(out + r * ldo + j * L);
+    } else {
+      for (int r = 0; r < R; ++r) {
+        std::copy(out + r * ldo, out + r * ldo + cols, edge[r]);
+        std::fill(edge[r] + cols, edge[r] + P, T(0));
+      }
+#pragma GCC unroll 6
+      for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+        for (int j = 0; j < kVecs; ++j) acc[r][j] = V::loadu(&edge[r][j * L]);
+    }
+    for (int64_t p = 0; p < kn; ++p) {
       V b[kVecs];
 #pragma GCC unroll 4
       for (int j = 0; j < kVecs; ++j) b[j] = V::loadu(panel + p * P + j * L);
@@ -161,7 +209,6 @@ class PanelGemm {
         for (int j = 0; j < kVecs; ++j) acc[r][j].store(out + r * ldo + j * L);
       return;
     }
-    alignas(64) T edge[R][P];  // the last panel of a row: only cols < P columns exist
 #pragma GCC unroll 6
     for (int r = 0; r < R; ++r)
 #pragma GCC unroll 4

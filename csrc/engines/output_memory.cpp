@@ -12,7 +12,7 @@ namespace tp::engine {
 namespace {
 
 constexpr size_t kMinBytes = size_t(4) << 20;
-constexpr size_t kMaxBlocks = 2;
+constexpr size_t kMaxBlocks = 4;
 constexpr size_t kAlignment = 64;
 
 size_t cache_limit() {
