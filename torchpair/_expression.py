@@ -9,8 +9,10 @@ result in the native operators' layout:
 core consumer and arguments              result
 ======================================== ====================================================
 ``"matmul", V``                          ``K @ V``
-``"reduce", reduction, dim``             sum/mean/logsumexp over dim -1 or -2; dim None: over
-                                         both matrix dims, per batch element (``[...]``)
+``"reduce", reduction, dim, **args``     a row reduction (or "mean") over dim -1 or -2; dim
+                                         None: over both matrix dims, per batch element
+                                         (``[...]``); ``args``: the reduction's own keyword
+                                         arguments (those of ``lazy_reduce``)
 ``"topk", k, dim, largest, nan``         ``(values, indices)`` ``[..., rows, k]`` (k last for
                                          either dim), best first, ties to the lowest index;
                                          ``nan``: "largest" (torch.topk) or "propagate"
@@ -30,6 +32,12 @@ Adding a consumer: one public method here (its checks and result layout) calling
 subclass finds it (the native backend in ``torchpair/backends.py``, the dense table in
 ``torchpair/lazy.py``). A subclass that runs only some core consumers lists them in
 ``_consumers``; the other methods raise a clear ``NotImplementedError`` naming the method.
+
+Adding a row reduction (one row of the native table, csrc/reductions/row_reductions.h): one
+public method here calling ``self._consume("reduce", "<name>", dim, **arguments)`` and its
+torch formula in :data:`DENSE_REDUCTIONS`; the backends and the dense expression need no
+change. A reduction with arguments is its own entry in ``_consumers`` (a subclass that merges
+partial results knows each one it merges: "reduce" covers sum, mean and logsumexp).
 """
 from __future__ import annotations
 
@@ -41,6 +49,26 @@ import torch
 
 def _is_int(value) -> bool:
     return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
+def _dense_logsumexp(k, dims, scale=1.0, log_weight=None):
+    if scale == 1.0 and log_weight is None:
+        return torch.logsumexp(k, dims)
+    arg = k * scale  # scale and log_weight come with an int dim (-1 or -2)
+    if log_weight is not None:
+        arg = arg + (log_weight.unsqueeze(-2) if dims == -1 else log_weight.unsqueeze(-1))
+    return torch.logsumexp(arg, dims)
+
+
+#: The row reductions on a materialized K: name -> fn(K, dims, **arguments), dims an int (-1 or
+#: -2) or (-2, -1) for both matrix dims; the torch twins of the native ones
+#: (``torchpair.lazy.DensePairwise``).
+DENSE_REDUCTIONS = {
+    "sum": lambda k, dims: k.sum(dims),
+    "mean": lambda k, dims: k.mean(dims),
+    "logsumexp": _dense_logsumexp,
+    "count": lambda k, dims, threshold: (k <= threshold).sum(dims),
+}
 
 
 class PairwiseExpressionBase:
@@ -58,7 +86,7 @@ class PairwiseExpressionBase:
     def shape(self) -> torch.Size:  # pragma: no cover - abstract
         raise NotImplementedError
 
-    def _consume(self, consumer: str, *args):
+    def _consume(self, consumer: str, *args, **kwargs):
         raise self._unsupported(consumer)
 
     def _unsupported(self, method: str) -> NotImplementedError:
@@ -194,7 +222,7 @@ class PairwiseExpressionBase:
             if log_weight.dim() == 0 or log_weight.shape[-1] != L:
                 got = "a 0-d tensor" if log_weight.dim() == 0 else f"{log_weight.shape[-1]} entries"
                 raise ValueError(f"{self._fn('logsumexp')}: 'log_weight' has {got} but the reduced dimension has {L}")
-        return self._consume("weighted_logsumexp", d, float(scale), log_weight)
+        return self._consume("reduce", "logsumexp", d, scale=float(scale), log_weight=log_weight)
 
     def count(self, threshold: float, dim: int = -1) -> torch.Tensor:
         """How many entries along ``dim`` are ``<= threshold`` (-1: per row ``[..., N]``; -2: per
@@ -203,7 +231,7 @@ class PairwiseExpressionBase:
         self._require("count", "count")
         if isinstance(threshold, bool) or not isinstance(threshold, numbers.Real):
             raise TypeError(f"{self._fn('count')}: 'threshold' must be a float, got {type(threshold).__name__}")
-        return self._consume("count", float(threshold), self._check_dim(dim, "count"))
+        return self._consume("reduce", "count", self._check_dim(dim, "count"), threshold=float(threshold))
 
     @staticmethod
     def _place(kind, values, indices, d: int):

@@ -484,7 +484,9 @@ def matmul(e, V):
     return (s.K * s.V).sum(2).reshape(out.shape)
 
 
-def reduce(e, reduction, dim):
+def reduce(e, reduction, dim, **args):
+    if args or reduction not in ("sum", "mean", "logsumexp"):
+        return None  # declined: reductions with arguments, and those not translated, run natively
     out = torch.ops.torchpair.lazy_reduce(_meta(e.X), _meta(e.Y), e.metric, reduction, dim, e.transposed,
                                           **_meta_params(e.params))
     plan = _plan(e.X, e.Y, e.metric, e.params)

@@ -5,6 +5,8 @@ CompositeImplicitAutograd and decompose into these, so they need none of their o
 """
 from __future__ import annotations
 
+import json
+
 import torch
 
 # ---- every fake kernel checks that its tensors share one device ---------------------------
@@ -12,10 +14,10 @@ import torch
 # kernel, which would otherwise return a meta result silently. Checked by name here.
 def _checked(fn, qualname):
     import functools
-    import inspect
 
-    names = list(inspect.signature(fn).parameters)
     op = qualname.split("::")[1]
+    # the operator's own argument names (a fake may take some of them as *args)
+    names = [a.name for a in getattr(torch.ops.torchpair, op).default._schema.arguments]
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
@@ -85,11 +87,35 @@ def _matmul_backward_fake(grad, x, y, a, b, v, kernel, scalars, symmetric, trans
     return (*_grads(x, y, a, b, dtype), torch.empty_like(v))
 
 
+#: name -> fixed result dtype (None: the value dtype) of each row reduction, from the
+#: native table (csrc/reductions/row_reductions.h)
+_ROW_REDUCTION_DTYPES = {r["name"]: None if r["dtype"] is None else getattr(torch, r["dtype"])
+                         for r in json.loads(torch.ops.torchpair._build_info())["row_reductions"]}
+
+
+def _then_schema_arguments(op):
+    """The fake's signature: its named parameters, then the operator's remaining schema
+    arguments (the row reductions' own, generated from the native table), which it takes as
+    ``*arguments``."""
+    import inspect
+
+    def deco(fn):
+        P = inspect.Parameter
+        head = [p for p in inspect.signature(fn).parameters.values() if p.kind is P.POSITIONAL_OR_KEYWORD]
+        tail = [P(a.name, P.POSITIONAL_OR_KEYWORD, default=a.default_value if a.has_default_value() else P.empty)
+                for a in getattr(torch.ops.torchpair, op).default._schema.arguments[len(head):]]
+        fn.__signature__ = inspect.Signature(head + tail)
+        return fn
+
+    return deco
+
+
 @register_fake("torchpair::_row_reduce")
-def _row_reduce_fake(x, y, a, b, reduction, kernel, scalars, symmetric, transposed, dtype=None, scale=1.0,
-                     weight=None, threshold=0.0):
+@_then_schema_arguments("_row_reduce")
+def _row_reduce_fake(x, y, a, b, reduction, kernel, scalars, symmetric, transposed, dtype=None, *arguments,
+                     **keywords):
     rows, _ = _rows_cols(x, y, transposed)
-    out_dtype = torch.int64 if reduction == "count" else _value_dtype(x, dtype)
+    out_dtype = _ROW_REDUCTION_DTYPES.get(reduction) or _value_dtype(x, dtype)
     return x.new_empty((x.shape[0], rows), dtype=out_dtype)
 
 

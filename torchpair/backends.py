@@ -10,8 +10,10 @@ The choice is thread-local and nestable. A backend is an object registered under
 method               arguments -> result (the native operator's result layout)
 ==================== ==============================================================================
 ``matmul``           ``(expr, V)`` -> K @ V
-``reduce``           ``(expr, reduction, dim)`` -> sum/mean/logsumexp over dim -1, -2 or None
-                     (None: per batch element, ``[...]``)
+``reduce``           ``(expr, reduction, dim, **args)`` -> a row reduction (or "mean") over dim
+                     -1, -2 or None (None: per batch element, ``[...]``); ``args``: the
+                     reduction's own keyword arguments (those of ``lazy_reduce``), none for
+                     sum, mean and the plain logsumexp
 ``topk``             ``(expr, k, dim, largest, nan)`` -> ``(values, indices)`` ``[..., rows, k]``
 ``softmax_matmul``   ``(expr, V, dim)``
 ``knn``              ``(X, Y, k, metric, params)`` -> ``(values, indices)``
@@ -26,6 +28,8 @@ method               arguments -> result (the native operator's result layout)
 it); a missing method declines every call of that consumer. Every consumer of
 ``torchpair/lazy.py`` and ``torchpair/sets.py`` goes through :func:`dispatch`, the only
 place that chooses; no consumer knows which backends exist.
+
+A backend that implements only some reductions returns None for the others.
 
 ``"native"`` (the dispatcher operators of libtorchpair) is always registered; ``"keops"`` is
 registered by ``torchpair/_keops.py`` (pykeops, an optional dependency). Compiled and exported
@@ -43,7 +47,7 @@ import torch
 __all__ = ["backend", "get_backend", "register_backend", "registered_backends", "supports"]
 
 #: The consumers a backend may implement (a method of that name on the backend object).
-CONSUMERS = ("matmul", "reduce", "weighted_logsumexp", "count", "topk", "softmax_matmul", "knn", "hausdorff", "chamfer", "mmd", "energy_distance")
+CONSUMERS = ("matmul", "reduce", "topk", "softmax_matmul", "knn", "hausdorff", "chamfer", "mmd", "energy_distance")
 
 
 class _Native:
@@ -54,18 +58,8 @@ class _Native:
         return torch.ops.torchpair.lazy_matmul(e.X, e.Y, V, e.metric, e.transposed, **e.params)
 
     @staticmethod
-    def reduce(e, reduction, dim):
-        return torch.ops.torchpair.lazy_reduce(e.X, e.Y, e.metric, reduction, dim, e.transposed, **e.params)
-
-    @staticmethod
-    def weighted_logsumexp(e, dim, scale, log_weight):
-        return torch.ops.torchpair.lazy_reduce(e.X, e.Y, e.metric, "logsumexp", dim, e.transposed, scale, log_weight,
-                                              **e.params)
-
-    @staticmethod
-    def count(e, threshold, dim):
-        return torch.ops.torchpair.lazy_reduce(e.X, e.Y, e.metric, "count", dim, e.transposed, threshold=threshold,
-                                              **e.params)
+    def reduce(e, reduction, dim, **args):
+        return torch.ops.torchpair.lazy_reduce(e.X, e.Y, e.metric, reduction, dim, e.transposed, **args, **e.params)
 
     @staticmethod
     def topk(e, k, dim, largest, nan):
@@ -158,7 +152,7 @@ def current() -> tuple[str, bool]:
     return stack[-1] if stack else ("native", False)
 
 
-def dispatch(consumer: str, *args):
+def dispatch(consumer: str, *args, **kwargs):
     """Run core consumer ``consumer`` with the current thread's backend; the native backend
     runs it when the chosen one declines (returns None or lacks the method), and always while
     compiling or exporting."""
@@ -167,10 +161,10 @@ def dispatch(consumer: str, *args):
         if stack and stack[-1][0] != "native":
             fn = getattr(_REGISTRY[stack[-1][0]].impl, consumer, None)
             if fn is not None:
-                out = fn(*args)
+                out = fn(*args, **kwargs)
                 if out is not None:
                     return out
-    return getattr(_NATIVE, consumer)(*args)
+    return getattr(_NATIVE, consumer)(*args, **kwargs)
 
 
 class backend(contextlib.ContextDecorator):  # noqa: N801 - a function-like context manager, as torch's

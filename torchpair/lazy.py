@@ -12,7 +12,7 @@ import torch
 from . import _catalog, _params
 from . import backends as _backends
 from . import sequences as _sequences
-from ._expression import PairwiseExpressionBase
+from ._expression import DENSE_REDUCTIONS, PairwiseExpressionBase
 
 
 def _broadcast_batch(x: torch.Tensor, y: torch.Tensor | None) -> torch.Size:
@@ -100,8 +100,8 @@ class LazyPairwise(_PairwiseExpression):
         except (ValueError, TypeError) as exc:  # name tp.lazy, not the operator run for the check
             raise _params.renamed(exc, self._op) from None
 
-    def _consume(self, consumer: str, *args):
-        return _backends.dispatch(consumer, self, *args)
+    def _consume(self, consumer: str, *args, **kwargs):
+        return _backends.dispatch(consumer, self, *args, **kwargs)
 
     @property
     def dtype(self) -> torch.dtype:
@@ -130,25 +130,8 @@ class _Dense:
         return torch.matmul(e.to_dense(), V)
 
     @staticmethod
-    def reduce(e, reduction, dim):
-        k = e.to_dense()
-        dims = (-2, -1) if dim is None else dim
-        if reduction == "sum":
-            return k.sum(dims)
-        if reduction == "mean":
-            return k.mean(dims)
-        return torch.logsumexp(k, dims)
-
-    @staticmethod
-    def weighted_logsumexp(e, dim, scale, log_weight):
-        arg = e.to_dense() * scale
-        if log_weight is not None:
-            arg = arg + (log_weight.unsqueeze(-2) if dim == -1 else log_weight.unsqueeze(-1))
-        return torch.logsumexp(arg, dim)
-
-    @staticmethod
-    def count(e, threshold, dim):
-        return (e.to_dense() <= threshold).sum(dim)
+    def reduce(e, reduction, dim, **args):
+        return DENSE_REDUCTIONS[reduction](e.to_dense(), (-2, -1) if dim is None else dim, **args)
 
     @staticmethod
     def topk(e, k, dim, largest, nan):
@@ -177,8 +160,8 @@ class DensePairwise(_PairwiseExpression):
         super().__init__(X, Y, metric, params, transposed)
         self._dense = dense if dense is not None else torch.ops.torchpair.pairwise(X, Y, metric, **self.params)
 
-    def _consume(self, consumer: str, *args):
-        return getattr(_Dense, consumer)(self, *args)
+    def _consume(self, consumer: str, *args, **kwargs):
+        return getattr(_Dense, consumer)(self, *args, **kwargs)
 
     @property
     def dtype(self) -> torch.dtype:

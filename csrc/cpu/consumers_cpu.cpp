@@ -12,7 +12,6 @@
 #include "engines/output_memory.h"
 #include "reductions/logsumexp.h"
 #include "reductions/softmax.h"
-#include "reductions/sum.h"
 #include "reductions/topk.h"
 
 #include <algorithm>
@@ -124,15 +123,14 @@ Grads5 matmul_backward_impl(const at::Tensor& grad_in, const Request& req, const
   return {g[0], g[1], g[2], g[3], dv};
 }
 
-// ---- row reductions: sum, count and logsumexp (reductions/) ----------------------------
+// ---- row reductions (reductions/row_reductions.h) -------------------------------------------
 
-// The tile row a logsumexp folds: scale * K_rc + weight_c (weight: log-weights of the
-// columns, or null), in place.
+// The values a row reduction folds: scale * K_rc + weight_c (weight: log-weights of the
+// columns, or null), in place. Only the logsumexp takes a scale or weight (make_reduce).
 template <typename T>
-inline void lse_argument(T* row, int64_t nc, T scale, const T* weight) {
+inline void reduce_argument(T* row, int64_t nc, T scale, const T* weight) {
   using V = Vec<T>;
   constexpr int64_t L = V::size();
-  if (scale == T(1) && !weight) return;
   const V s(scale);
   for (int64_t c = 0; c < nc; c += L) {
     const int64_t count = std::min<int64_t>(L, nc - c);
@@ -142,60 +140,49 @@ inline void lse_argument(T* row, int64_t nc, T scale, const T* weight) {
   }
 }
 
-// One state per row of the block: the reduction's definition folds each tile row.
-template <typename T>
-at::Tensor row_reduce_impl(const Request& req, const RowReduce& reduction) {
-  using reductions::Count;
-  using reductions::LogSumExp;
-  using reductions::Sum;
+// One state of reduction R per row of the block: R's definition folds each tile row.
+template <typename T, class R>
+at::Tensor row_reduce_walk(const Request& req, const RowReduce& reduction) {
+  using Out = typename R::Result;  // T, or the fixed result type (int64_t for an integer result)
   const int64_t B = req.batch(), rows = req.rows(), cols = req.cols();
-  const bool lse = reduction.kind == RowReduction::kLogSumExp;
-  const bool count = reduction.kind == RowReduction::kCount;
-  at::Tensor out = lse     ? at::full({B, rows}, -std::numeric_limits<double>::infinity(), req.value_options())
-                   : count ? at::zeros({B, rows}, req.value_options().dtype(at::kLong))
-                           : at::zeros({B, rows}, req.value_options());
+  const R empty = R::start(Out(0), reduction);
+  at::Tensor out = at::full({B, rows}, empty.finalize(),
+                            req.value_options().dtype(engine::row_reduction_dtype(reduction.kind, req.value_type)));
   if (out.numel() == 0 || cols == 0) return out;
   auto src = make_sources<T>(req, req.spec.transposed);
-  T* o = count ? nullptr : out.data_ptr<T>();
-  int64_t* on = count ? out.data_ptr<int64_t>() : nullptr;
+  Out* o = out.data_ptr<Out>();
   const T scale = T(reduction.scale);
   const at::Tensor weight = reduction.weight.defined() ? reduction.weight.contiguous() : at::Tensor();
   const T* wp = weight.defined() ? weight.data_ptr<T>() : nullptr;
+  const bool affine = scale != T(1) || wp != nullptr;
   for_each_row_block<T>(src, [&](int64_t b, const TileSource<T>& s, int64_t r0, int64_t nr) {
     const int64_t ld = s.col_block();
     T* tile = scratch<T>(0, s.row_block() * ld);
-    std::vector<LogSumExp<T>> lse_rows(lse ? nr : 0, LogSumExp<T>::empty(T(0)));
-    std::vector<Sum<T>> sum_rows(!lse && !count ? nr : 0, Sum<T>::empty(T(0)));
-    std::vector<Count<int64_t>> count_rows(count ? nr : 0, Count<int64_t>{0, reduction.threshold});
+    std::vector<R> state(nr, empty);
     for_each_col_block<T>(s, [&](int64_t c0, int64_t nc) {
       s.produce(r0, nr, c0, nc, tile, ld);
       const T* wb = wp ? wp + b * cols + c0 : nullptr;
       for (int64_t r = 0; r < nr; ++r) {
         Row<T> row{tile + r * ld, nc};
-        if (lse) {
-          lse_argument(row.p, nc, scale, wb);
-          lse_rows[r].fold(row);
-        } else if (count) {
-          count_rows[r].fold(row);
-        } else {
-          sum_rows[r].fold(row);
-        }
+        if (affine) reduce_argument(row.p, nc, scale, wb);
+        state[r].fold(row);
       }
     });
-    for (int64_t r = 0; r < nr; ++r) {
-      if (count)
-        on[b * rows + r0 + r] = count_rows[r].finalize();
-      else
-        o[b * rows + r0 + r] = lse ? lse_rows[r].finalize() : sum_rows[r].finalize();
-    }
+    for (int64_t r = 0; r < nr; ++r) o[b * rows + r0 + r] = state[r].finalize();
   });
   return out;
 }
 
 template <typename T>
+at::Tensor row_reduce_impl(const Request& req, const RowReduce& reduction) {
+  return engine::visit_row_reduction(reduction.kind, [&](auto tag) {
+    return row_reduce_walk<T, typename decltype(tag)::template type<T>>(req, reduction);
+  });
+}
+
+template <typename T>
 Grads5 row_reduce_backward_impl(const at::Tensor& grad_in, const Request& req, const RowReduce& reduction,
                                 const at::Tensor& result_in, std::array<bool, 5> mask) {
-  TORCH_CHECK(reduction.kind != RowReduction::kCount, "torchpair: a count has no gradient");
   const at::Tensor grad = grad_in.contiguous(), result = result_in.contiguous();  // [B, rows]
   const int64_t rows = grad.size(1), cols = req.cols();
   const T* gp = grad.data_ptr<T>();
@@ -212,6 +199,9 @@ Grads5 row_reduce_backward_impl(const at::Tensor& grad_in, const Request& req, c
         NoExtra{});
     return {g[0], g[1], g[2], g[3], at::Tensor()};
   }
+  // the differentiable reductions are the sum and the logsumexp (the impl checks the table)
+  TORCH_CHECK(reduction.kind == RowReduction::kLogSumExp, "torchpair: reduction \"",
+              engine::row_reduction_name(reduction.kind), "\" has no backward sweep");
   // logsumexp of scale K_rc + w_c (reductions/softmax.h): dL/dK_rc = grad_r scale p_rc and
   // dL/dw_c = sum_r grad_r p_rc. In the transposed sweep (own = false) the operator's rows
   // are the tile's columns.

@@ -8,6 +8,7 @@
 #include <array>
 
 #include "engines/tile_source.h"
+#include "reductions/row_reductions.h"  // RowReduction, RowReduce
 
 namespace tp::engine {
 
@@ -21,19 +22,6 @@ struct Request {
   int64_t batch() const { return x.size(0); }
   int64_t rows() const { return spec.transposed ? y.size(1) : x.size(1); }
   int64_t cols() const { return spec.transposed ? x.size(1) : y.size(1); }
-};
-
-// The row reductions of the _row_reduce operator:
-//   kSum        sum_c K_rc
-//   kLogSumExp  log sum_c exp(scale K_rc + weight_c)   (weight: log-weights, optional)
-//   kCount      #{c : K_rc <= threshold}              (int64; NaN never counts)
-enum class RowReduction : int { kSum = 0, kLogSumExp = 1, kCount = 2 };
-
-struct RowReduce {
-  RowReduction kind = RowReduction::kSum;
-  double scale = 1.0;
-  at::Tensor weight;  // [B, cols] in the value dtype, or undefined (logsumexp only)
-  double threshold = 0.0;
 };
 
 // Gradients with respect to (x, y, a, b[, v]); undefined where not requested.

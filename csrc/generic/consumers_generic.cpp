@@ -19,7 +19,6 @@
 #include "metrics/kernel_list.h"
 #include "reductions/logsumexp.h"
 #include "reductions/softmax.h"
-#include "reductions/sum.h"
 #include "reductions/tensor_tile.h"
 #include "reductions/topk.h"
 
@@ -505,8 +504,10 @@ engine::Grads5 matmul_backward(const at::Tensor& grad, const Request& req, const
 }
 
 // scale * values + weight[.., j0 : j0 + nj] (the weight of the operator's columns, which
-// are the last dimension of values when cols_last), the argument of a logsumexp.
-at::Tensor lse_argument(const engine::RowReduce& r, const at::Tensor& values, int64_t j0, int64_t nj, bool cols_last) {
+// are the last dimension of values when cols_last): the values a row reduction folds (only
+// the logsumexp takes a scale or weight), and the argument of the logsumexp's gradient.
+at::Tensor reduce_argument(const engine::RowReduce& r, const at::Tensor& values, int64_t j0, int64_t nj,
+                           bool cols_last) {
   at::Tensor t = r.scale == 1.0 ? values : values * r.scale;
   if (r.weight.defined()) {
     const at::Tensor w = r.weight.narrow(1, j0, nj);
@@ -515,44 +516,34 @@ at::Tensor lse_argument(const engine::RowReduce& r, const at::Tensor& values, in
   return t;
 }
 
-// A row chunk's reduction state over its column chunks, then its finalized rows.
-at::Tensor row_reduce(const Request& req, const engine::RowReduce& reduction) {
-  using reductions::Count;
-  using reductions::LogSumExp;
-  using reductions::Sum;
+// A row chunk's state of reduction R over its column chunks, then its finalized rows.
+template <class R>
+at::Tensor row_reduce_walk(const Request& req, const engine::RowReduce& reduction) {
   auto ev = make_evaluator(req.spec, req.value_type);
   Sweep sw(req, req.spec.transposed, *ev);
-  const bool count = reduction.kind == engine::RowReduction::kCount;
-  const bool lse = reduction.kind == engine::RowReduction::kLogSumExp;
-  const auto opts = count ? req.value_options().dtype(at::kLong) : req.value_options();
-  at::Tensor out = lse ? at::full({req.batch(), sw.rows()}, -std::numeric_limits<double>::infinity(), opts)
-                       : at::zeros({req.batch(), sw.rows()}, opts);
-  if (sw.cols() == 0) return out;
+  const auto opts = req.value_options().dtype(engine::row_reduction_dtype(reduction.kind, req.value_type));
+  auto start = [&](int64_t nr) { return R::start(at::zeros({req.batch(), nr, 1}, opts), reduction); };
+  if (sw.cols() == 0) return start(sw.rows()).finalize().squeeze(-1).contiguous();
+  at::Tensor out = at::empty({req.batch(), sw.rows()}, opts);
   sw.for_each_row_chunk([&](int64_t r0, int64_t nr) {
-    const at::Tensor like = at::zeros({req.batch(), nr, 1}, opts);  // int64 for a count
-    LogSumExp<at::Tensor> l;
-    if (lse) l = LogSumExp<at::Tensor>::empty(like);
-    Sum<at::Tensor> sum{like};
-    Count<at::Tensor> n{like, reduction.threshold};
+    R state = start(nr);
     sw.for_each_col_chunk([&](int64_t c0, int64_t nc) {
-      at::Tensor values = ev->values(sw.tile(r0, nr, c0, nc));
-      if (lse) {
-        values = lse_argument(reduction, values, c0, nc, true);
-        l.fold(values);
-      } else if (count) {
-        n.fold(values);
-      } else {
-        sum.fold(values);
-      }
+      at::Tensor values = reduce_argument(reduction, ev->values(sw.tile(r0, nr, c0, nc)), c0, nc, true);
+      state.fold(values);
     });
-    out.narrow(1, r0, nr).copy_((lse ? l.finalize() : count ? n.finalize() : sum.finalize()).squeeze(-1));
+    out.narrow(1, r0, nr).copy_(state.finalize().squeeze(-1));
   });
   return out;
 }
 
+at::Tensor row_reduce(const Request& req, const engine::RowReduce& reduction) {
+  return engine::visit_row_reduction(reduction.kind, [&](auto tag) {
+    return row_reduce_walk<typename decltype(tag)::template type<at::Tensor>>(req, reduction);
+  });
+}
+
 engine::Grads5 row_reduce_backward(const at::Tensor& grad, const Request& req, const engine::RowReduce& reduction,
                                    const at::Tensor& result, std::array<bool, 5> mask) {
-  TORCH_CHECK(reduction.kind != engine::RowReduction::kCount, "torchpair: a count has no gradient");
   const std::array<bool, 4> mask4{mask[0], mask[1], mask[2], mask[3]};
   const auto none = [](int64_t, int64_t, int64_t, int64_t, const at::Tensor&) {};
   if (reduction.kind == engine::RowReduction::kSum) {
@@ -565,6 +556,9 @@ engine::Grads5 row_reduce_backward(const at::Tensor& grad, const Request& req, c
         none);
     return {g[0], g[1], g[2], g[3], at::Tensor()};
   }
+  // the differentiable reductions are the sum and the logsumexp (the impl checks the table)
+  TORCH_CHECK(reduction.kind == engine::RowReduction::kLogSumExp, "torchpair: reduction \"",
+              engine::row_reduction_name(reduction.kind), "\" has no backward sweep");
   // logsumexp of scale K_rc + w_c (reductions/softmax.h): dL/dK_rc = grad_r scale p_rc,
   // dL/dw_c = sum_r grad_r p_rc.
   const bool want_w = mask[4] && reduction.weight.defined();
@@ -574,7 +568,7 @@ engine::Grads5 row_reduce_backward(const at::Tensor& grad, const Request& req, c
   auto operands = [&](const at::Tensor& values, bool own, int64_t r0, int64_t nr, int64_t c0, int64_t nc) {
     const at::Tensor k = own ? values : values.transpose(1, 2);
     const int64_t i0 = own ? r0 : c0, ni = own ? nr : nc, j0 = own ? c0 : r0, nj = own ? nc : nr;
-    return std::make_tuple(lse_argument(reduction, k, j0, nj, true), result.narrow(1, i0, ni).unsqueeze(2),
+    return std::make_tuple(reduce_argument(reduction, k, j0, nj, true), result.narrow(1, i0, ni).unsqueeze(2),
                            grad.narrow(1, i0, ni).unsqueeze(2));
   };
   auto g = backward_sweeps(

@@ -34,11 +34,10 @@ at::Tensor lazy_matmul(const at::Tensor& x, const std::optional<at::Tensor>& y, 
 
 at::Tensor lazy_reduce(const at::Tensor& x, const std::optional<at::Tensor>& y, const std::string& metric,
                        const std::string& reduction, std::optional<int64_t> dim, bool transposed,
-                       const ComparisonOptions& o, double scale, const std::optional<at::Tensor>& log_weight,
-                       std::optional<double> threshold) {
-  static auto op = handle<at::Tensor(CT, const Opt&, SV, SV, std::optional<int64_t>, bool, double, const Opt&,
-                                     std::optional<double> TP_PARAM_TYPES)>("torchpair::lazy_reduce");
-  return op.call(x, y, metric, reduction, dim, transposed, scale, log_weight, threshold TP_PARAM_FIELDS);
+                       const ComparisonOptions& o TP_ROW_REDUCE_PUBLIC_DECLS) {
+  static auto op = handle<at::Tensor(CT, const Opt&, SV, SV, std::optional<int64_t>,
+                                     bool TP_ROW_REDUCE_PUBLIC_TYPES TP_PARAM_TYPES)>("torchpair::lazy_reduce");
+  return op.call(x, y, metric, reduction, dim, transposed TP_ROW_REDUCE_PUBLIC_NAMES TP_PARAM_FIELDS);
 }
 
 std::tuple<at::Tensor, at::Tensor> lazy_topk(const at::Tensor& x, const std::optional<at::Tensor>& y,

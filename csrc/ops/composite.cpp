@@ -187,6 +187,18 @@ at::ScalarType v_dtype(Core& core, Flat& f, const at::Tensor& v) {
   return *core.dtype;
 }
 
+// A row reduction's argument as the core operator holds it (reductions/row_reductions.h):
+// a given optional public argument is its value; a tensor is broadcast by the operator itself.
+template <class Stored, class P>
+Stored core_arg(const P& v) {
+  if constexpr (std::is_same_v<P, std::optional<at::Tensor>>)
+    return Stored();
+  else if constexpr (std::is_same_v<P, std::optional<Stored>>)
+    return *v;
+  else
+    return v;
+}
+
 // ---- public operators ---------------------------------------------------------------
 
 at::Tensor pairwise_op(const at::Tensor& x, const Opt& y, c10::string_view metric TP_PARAM_DECLS) {
@@ -233,22 +245,33 @@ int64_t check_dim(const char* op, int64_t dim) {
 // one for dim -2.
 bool walks_transposed(int64_t dim, bool transposed) { return dim == -2 ? !transposed : transposed; }
 
+// reduction: "mean" (the sum divided by the number of entries) or a row reduction of the
+// table (reductions/row_reductions.h), whose arguments follow dim and transposed.
 at::Tensor lazy_reduce_op(const at::Tensor& x, const Opt& y, c10::string_view metric, c10::string_view reduction,
-                          std::optional<int64_t> dim, bool transposed, double scale, const Opt& log_weight,
-                          std::optional<double> threshold TP_PARAM_DECLS) {
+                          std::optional<int64_t> dim, bool transposed TP_ROW_REDUCE_PUBLIC_DECLS TP_PARAM_DECLS) {
   TP_PACK_PARAMS(opts);
   const char* op = "lazy_reduce";
   const auto& info = catalog::lookup(std::string(metric), op);
-  TORCH_CHECK_VALUE(reduction == "sum" || reduction == "mean" || reduction == "logsumexp" || reduction == "count",
-                    "torchpair.", op, ": 'reduction' must be \"sum\", \"mean\", \"logsumexp\" or \"count\", got \"",
-                    reduction, "\"");
+  const bool mean = reduction == "mean";
+  const auto kind = mean ? std::optional(engine::RowReduction::kSum) : engine::row_reduction_of(reduction);
+  TORCH_CHECK_VALUE(kind.has_value(), "torchpair.", op, ": 'reduction' must be ",
+                    engine::row_reduction_names(~0u, "\"mean\""), ", got \"", reduction, "\"");
   if (dim.has_value()) check_dim(op, *dim);
-  const bool lse = reduction == "logsumexp", count = reduction == "count";
-  TORCH_CHECK_VALUE(lse || (scale == 1.0 && !log_weight.has_value()), "torchpair.", op,
-                    ": 'scale' and 'log_weight' apply to reduction \"logsumexp\" only");
+  // each argument: given only to a reduction that takes it, and given where it is needed
+  const unsigned takes = engine::row_reduction_takes(*kind), needs = engine::row_reduction_needs(*kind);
+  engine::RowReduce args;
+#define TP_CHECK_PUBLIC_ARG(M, name, T, schema, dflt, cdflt, pname, PT, pschema, pdflt, pcdflt)                      \
+  {                                                                                                          \
+    const bool given = engine::row_reduce_arg_given(pname, pcdflt);                                          \
+    TORCH_CHECK_VALUE(given || !(needs & TP_ROW_REDUCE_ARG(name)), "torchpair.", op, ": reduction \"",        \
+                      reduction, "\" needs a '" #pname "'");                                                   \
+    TORCH_CHECK_VALUE(!given || (takes & TP_ROW_REDUCE_ARG(name)), "torchpair.", op, ": '" #pname "' applies to ", \
+                      engine::row_reductions_taking(TP_ROW_REDUCE_ARG(name)), " only");                      \
+    if (given) args.name = core_arg<typename engine::RowReduceStored<T>::type>(pname);                       \
+  }
+  TP_ROW_REDUCE_ARGS(TP_CHECK_PUBLIC_ARG, ~)
+#undef TP_CHECK_PUBLIC_ARG
   TORCH_CHECK_VALUE(std::isfinite(scale), "torchpair.", op, ": 'scale' must be finite, got ", scale);
-  TORCH_CHECK_VALUE(count == threshold.has_value(), "torchpair.", op,
-                    count ? ": reduction \"count\" needs a 'threshold'" : ": 'threshold' applies to reduction \"count\" only");
   TORCH_CHECK_VALUE(!log_weight.has_value() || dim.has_value(), "torchpair.", op,
                     ": 'log_weight' needs 'dim' (-1 or -2): it weighs the reduced dimension");
   SymShape wbatch;
@@ -265,7 +288,6 @@ at::Tensor lazy_reduce_op(const at::Tensor& x, const Opt& y, c10::string_view me
   const auto prep = prepare(op, info, f, opts);
   const bool walk = walks_transposed(dim.value_or(-1), transposed);
   const c10::SymInt& reduced = walk ? f.n : f.m;  // per-row count
-  Opt weight;
   if (log_weight.has_value()) {
     TORCH_CHECK_VALUE(log_weight->sym_size(-1) == reduced, "torchpair.", op, ": 'log_weight' has ",
                       log_weight->sym_size(-1), " entries but the reduced dimension has ", reduced);
@@ -273,25 +295,20 @@ at::Tensor lazy_reduce_op(const at::Tensor& x, const Opt& y, c10::string_view me
     SymShape full = f.batch;
     full.push_back(reduced);
     const at::Tensor w = log_weight->to(vt);
-    weight = (f.batch.empty() ? w.unsqueeze(0) : w.expand_symint(full).reshape_symint({f.B, reduced})).contiguous();
+    args.weight = (f.batch.empty() ? w.unsqueeze(0) : w.expand_symint(full).reshape_symint({f.B, reduced})).contiguous();
   }
-  const at::Tensor rows = row_reduce(core_of(prep, walk), lse ? "logsumexp" : count ? "count" : "sum", scale, weight,
-                                     threshold.value_or(0.0));  // [B, rows]
-  at::Tensor out;
+  const at::Tensor rows =
+      row_reduce(core_of(prep, walk), engine::row_reduction_name(*kind), args);  // [B, rows]
+  // a fixed result dtype (an integer result) is kept; value results get the inputs' dtype back
+  const bool fixed = engine::row_reduction_fixed_dtype(*kind).has_value();
   if (dim.has_value()) {
-    if (count) return restore_shape(rows, f, {walk ? f.m : f.n});
     // mean: divided by the (possibly symbolic) count; 0/0 = NaN over an empty set, as torch.mean
-    out = reduction == "mean" ? rows.div(c10::Scalar(reduced)) : rows;
-    return restore(out, f, {walk ? f.m : f.n});
+    const at::Tensor out = mean ? rows.div(c10::Scalar(reduced)) : rows;
+    return fixed ? restore_shape(out, f, {walk ? f.m : f.n}) : restore(out, f, {walk ? f.m : f.n});
   }
-  if (count) return restore_shape(rows.sum(-1), f, {});
-  if (lse) {
-    out = at::logsumexp(rows, {-1});
-  } else {
-    out = rows.sum(-1);
-    if (reduction == "mean") out = out.div(c10::Scalar(f.n * f.m));
-  }
-  return restore(out, f, {});
+  at::Tensor out = engine::row_reduction_total(*kind, rows);
+  if (mean) out = out.div(c10::Scalar(f.n * f.m));
+  return fixed ? restore_shape(out, f, {}) : restore(out, f, {});
 }
 
 // values with the gradient of the same pairs' values recomputed by _paired (indices [B,
@@ -418,7 +435,8 @@ std::string build_info_json() {
   s << ",\"popcount\":\"" << cpu::popcount_path_name() << "\",\"popcount_paths\":[";
   const auto paths = cpu::popcount_paths();
   for (size_t i = 0; i < paths.size(); ++i) s << (i ? "," : "") << "\"" << paths[i] << "\"";
-  s << "]}";
+  // the row reductions (name, result dtype, ...): the fake impls read their result dtypes
+  s << "],\"row_reductions\":" << engine::row_reductions_json() << "}";
   return s.str();
 }
 

@@ -29,6 +29,8 @@
 #include <tuple>
 #include <vector>
 
+#include "reductions/row_reductions.h"
+
 namespace tp::ops::core_op {
 
 using CT = const at::Tensor&;
@@ -90,13 +92,11 @@ struct Core {
   TP_CORE_GRAD(FIRST) TP_CORE_OPERANDS(ARG, ARG) ARG(v, CT, "Tensor", "", p) TP_CORE_ENGINE(ARG) TP_CORE_DTYPE_B(ARG) \
   ARG(output_mask, Mask5, "bool[5]", "", p)
 
-// reduction over the operator's rows: "sum"; "logsumexp" of scale * K + weight (weight:
-// log-weights of the columns [B, cols]); "count" of entries <= threshold (int64, not
-// differentiable)
+// reduction over the operator's rows, by name, and the reductions' arguments: one table,
+// reductions/row_reductions.h (TP_ROW_REDUCTIONS, TP_ROW_REDUCE_ARGS)
 #define TP_CORE_ARGS_row_reduce(FIRST, ARG)                                                  \
   TP_CORE_OPERANDS(FIRST, ARG) ARG(reduction, SV, "str", "", p) TP_CORE_ENGINE(ARG) TP_CORE_DTYPE(ARG)       \
-  ARG(scale, double, "float", "=1.0", p) ARG(weight, CO, "Tensor?", "=None", p) \
-  ARG(threshold, double, "float", "=0.0", p)
+  TP_ROW_REDUCE_CORE_ARGS(ARG)
 #define TP_CORE_ARGS_row_reduce_backward(FIRST, ARG)                                             \
   TP_CORE_GRAD(FIRST) TP_CORE_OPERANDS(ARG, ARG) ARG(reduction, SV, "str", "", p) ARG(result, CT, "Tensor", "", p) \
   TP_CORE_ENGINE(ARG) TP_CORE_DTYPE_B(ARG) ARG(scale, double, "float", "", p) ARG(weight, CO, "Tensor?", "", p)   \
@@ -157,7 +157,7 @@ struct Core {
 #define TP_CORE_AUTOGRAD(X)                                       \
   X(dense, dense_backward, true)                                  \
   X(matmul, matmul_backward, true)                                \
-  X(row_reduce, row_reduce_backward, reduction != "count")        \
+  X(row_reduce, row_reduce_backward, ::tp::engine::row_reduction_differentiable(reduction)) \
   X(softmax_matmul, softmax_matmul_backward, true)                \
   X(paired, paired_backward, true)                                \
   X(pdist, pdist_backward, true)
@@ -170,7 +170,8 @@ struct Core {
 #define TP_CORE_DIFF_matmul(D) D(x) D(y) D(a) D(b) D(v)
 #define TP_CORE_SAVED_matmul(O)
 #define TP_CORE_NONDIFF_matmul(O)
-// a count (int64) has no gradient: no graph, whatever requires grad (the condition above)
+// a reduction the table marks not differentiable (an integer result) records no graph,
+// whatever requires grad (the condition above)
 #define TP_CORE_DIFF_row_reduce(D) D(x) D(y) D(a) D(b) D(weight)
 #define TP_CORE_SAVED_row_reduce(O) O(result, 0)
 #define TP_CORE_NONDIFF_row_reduce(O)

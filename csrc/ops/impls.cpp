@@ -86,30 +86,26 @@ void check_grad(const char* op, const at::Tensor& grad, const Request& req, at::
                     grad.sizes());
 }
 
-RowReduce make_reduce(const char* op, const Request& req, c10::string_view reduction, double scale, const Opt& weight,
-                      double threshold) {
-  RowReduce r;
-  if (reduction == "sum")
-    r.kind = RowReduction::kSum;
-  else if (reduction == "logsumexp")
-    r.kind = RowReduction::kLogSumExp;
-  else if (reduction == "count")
-    r.kind = RowReduction::kCount;
-  else
-    TORCH_CHECK_VALUE(false, "torchpair.", op, ": 'reduction' must be \"sum\", \"logsumexp\" or \"count\", got \"",
-                      reduction, "\"");
-  const bool lse = r.kind == RowReduction::kLogSumExp;
-  TORCH_CHECK_VALUE(lse || (scale == 1.0 && !weight.has_value()), "torchpair.", op,
-                    ": 'scale' and 'weight' apply to reduction \"logsumexp\" only");
-  TORCH_CHECK_VALUE(std::isfinite(scale), "torchpair.", op, ": 'scale' must be finite, got ", scale);
-  r.scale = scale;
-  r.threshold = threshold;
-  if (weight.has_value()) {
-    check_operand(op, "weight", *weight, 2, req.x, req.value_type);
-    TORCH_CHECK_VALUE(weight->size(0) == req.batch() && weight->size(1) == req.cols(), "torchpair.", op,
+RowReduce make_reduce(const char* op, const Request& req, c10::string_view reduction, RowReduce r) {
+  const auto kind = engine::row_reduction_of(reduction);
+  TORCH_CHECK_VALUE(kind.has_value(), "torchpair.", op, ": 'reduction' must be ", engine::row_reduction_names(),
+                    ", got \"", reduction, "\"");
+  r.kind = *kind;
+  const unsigned takes = engine::row_reduction_takes(r.kind);
+  const RowReduce defaults;
+#define TP_CHECK_TAKEN(M, name, ...)                                                                          \
+  TORCH_CHECK_VALUE((takes & TP_ROW_REDUCE_ARG(name)) || !engine::row_reduce_arg_given(r.name, defaults.name), \
+                    "torchpair.", op, ": '" #name "' applies to ",                                            \
+                    engine::row_reductions_taking(TP_ROW_REDUCE_ARG(name)), " only");
+  TP_ROW_REDUCE_ARGS(TP_CHECK_TAKEN, ~)
+#undef TP_CHECK_TAKEN
+  TORCH_CHECK_VALUE(std::isfinite(r.scale), "torchpair.", op, ": 'scale' must be finite, got ", r.scale);
+  if (r.weight.defined()) {
+    check_operand(op, "weight", r.weight, 2, req.x, req.value_type);
+    TORCH_CHECK_VALUE(r.weight.size(0) == req.batch() && r.weight.size(1) == req.cols(), "torchpair.", op,
                       ": 'weight' must have shape [B, cols] = [", req.batch(), ", ", req.cols(), "], got ",
-                      weight->sizes());
-    r.weight = weight->contiguous();
+                      r.weight.sizes());
+    r.weight = r.weight.contiguous();
   }
   return r;
 }

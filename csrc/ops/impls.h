@@ -42,10 +42,9 @@ Request make_request(const char* op, const at::Tensor& x, const at::Tensor& y, c
                      Dtype dtype);
 void check_v(const char* op, const at::Tensor& v, const Request& req);
 void check_grad(const char* op, const at::Tensor& grad, const Request& req, at::IntArrayRef expected);
-// A row reduction's name and arguments: "sum", "logsumexp" (scale, weight [B, cols]) or
-// "count" (threshold).
-engine::RowReduce make_reduce(const char* op, const Request& req, c10::string_view reduction, double scale,
-                              const Opt& weight, double threshold);
+// A row reduction by name (reductions/row_reductions.h), with its arguments `args` checked:
+// each at its default unless the reduction takes it.
+engine::RowReduce make_reduce(const char* op, const Request& req, c10::string_view reduction, RowReduce args);
 void check_topk(const char* op, int64_t k, const Request& req);
 // x and y of the same shape (pdist, matched pairs); self_mask checked and returned.
 Request same_shape_request(const char* op, const at::Tensor& x, const at::Tensor& y, const Opt& a, const Opt& b,
@@ -85,13 +84,20 @@ struct Impls {
   }
   static at::Tensor row_reduce(TP_CORE_IMPL_ARGS(row_reduce)) {
     auto req = make_request("_row_reduce", x, y, a, b, kernel, scalars, symmetric, transposed, dtype);
-    return E::row_reduce(req, make_reduce("_row_reduce", req, reduction, scale, weight, threshold));
+    RowReduce args;
+    TP_ROW_REDUCE_SET_FIELDS(args)
+    return E::row_reduce(req, make_reduce("_row_reduce", req, reduction, args));
   }
   static Back5 row_reduce_backward(TP_CORE_IMPL_ARGS(row_reduce_backward)) {
     const char* op = "_row_reduce_backward";
     auto req = make_request(op, x, y, a, b, kernel, scalars, symmetric, transposed, dtype);
-    const auto r = make_reduce(op, req, reduction, scale, weight, 0.0);
-    TORCH_CHECK_VALUE(r.kind != RowReduction::kCount, "torchpair.", op, ": a count is not differentiable");
+    // the arguments of the differentiable reductions (the sum takes none)
+    RowReduce args;
+    args.scale = scale;
+    args.weight = weight.value_or(at::Tensor());
+    const auto r = make_reduce(op, req, reduction, args);
+    TORCH_CHECK_VALUE(engine::row_reduction_differentiable(r.kind), "torchpair.", op, ": reduction \"", reduction,
+                      "\" is not differentiable");
     check_grad(op, grad, req, {req.batch(), req.rows()});
     check_grad(op, result, req, {req.batch(), req.rows()});
     const at::Tensor w = weight.has_value() ? *weight : at::Tensor();

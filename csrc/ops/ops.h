@@ -67,12 +67,11 @@ at::Tensor pairwise(const at::Tensor& x, const std::optional<at::Tensor>& y, con
                     const ComparisonOptions& o);
 at::Tensor lazy_matmul(const at::Tensor& x, const std::optional<at::Tensor>& y, const at::Tensor& v,
                        const std::string& metric, bool transposed, const ComparisonOptions& o);
-// reduction: "sum", "mean", "logsumexp" (of scale * K + log_weight) or "count" (of K <= threshold)
+// reduction: "mean" or a row reduction, then the row reductions' arguments in table order
+// (reductions/row_reductions.h: TP_ROW_REDUCTIONS, TP_ROW_REDUCE_ARGS)
 at::Tensor lazy_reduce(const at::Tensor& x, const std::optional<at::Tensor>& y, const std::string& metric,
                        const std::string& reduction, std::optional<int64_t> dim, bool transposed,
-                       const ComparisonOptions& o, double scale = 1.0,
-                       const std::optional<at::Tensor>& log_weight = std::nullopt,
-                       std::optional<double> threshold = std::nullopt);
+                       const ComparisonOptions& o TP_ROW_REDUCE_PUBLIC_DECLS_DEFAULT);
 inline at::Tensor lazy_sum(const at::Tensor& x, const std::optional<at::Tensor>& y, const std::string& metric,
                            std::optional<int64_t> dim, bool transposed, const ComparisonOptions& o) {
   return lazy_reduce(x, y, metric, "sum", dim, transposed, o);
@@ -119,7 +118,7 @@ const std::string& metric_kind(const std::string& metric, const char* op);
 
 // ---- core operators -----------------------------------------------------------------
 // Called from a Core (ops/core_ops.h: the engine operands and arguments); the remaining
-// arguments follow in schema order, e.g. row_reduce(c, "logsumexp", scale, weight, threshold).
+// arguments follow in schema order, e.g. matmul(c, v).
 template <class... A>
 at::Tensor dense(const Core& c, A&&... args) {
   return core_op::dense::call(c, std::forward<A>(args)...);
@@ -128,9 +127,9 @@ template <class... A>
 at::Tensor matmul(const Core& c, A&&... args) {
   return core_op::matmul::call(c, std::forward<A>(args)...);
 }
-template <class... A>
-at::Tensor row_reduce(const Core& c, A&&... args) {
-  return core_op::row_reduce::call(c, std::forward<A>(args)...);
+// The reduction named `reduction` with the arguments held by `r` (its kind is unused).
+inline at::Tensor row_reduce(const Core& c, c10::string_view reduction, const engine::RowReduce& r) {
+  return core_op::row_reduce::call(c, reduction TP_ROW_REDUCE_FIELD_ARGS(r));
 }
 template <class... A>
 std::tuple<at::Tensor, at::Tensor> topk(const Core& c, A&&... args) {

@@ -39,11 +39,10 @@ TORCH_LIBRARY(torchpair, m) {
   // ---- public operators -----------------------------------------------------------
   def("pairwise(Tensor x, Tensor? y, str metric" + P + ") -> Tensor");
   def("lazy_matmul(Tensor x, Tensor? y, Tensor v, str metric, bool transposed=False" + P + ") -> Tensor");
-  // reduction: "sum", "mean", "logsumexp" (log sum exp(scale K + log_weight), log_weight
-  // over the reduced dimension) or "count" (#{K <= threshold}, int64); dim -1 (per row), -2
-  // (per column), None (all)
-  def("lazy_reduce(Tensor x, Tensor? y, str metric, str reduction=\"sum\", int? dim=None, bool transposed=False, "
-      "float scale=1.0, Tensor? log_weight=None, float? threshold=None" + P + ") -> Tensor");
+  // reduction: "mean" or a row reduction, then the row reductions' arguments (both from
+  // reductions/row_reductions.h); dim -1 (per row), -2 (per column), None (all)
+  def("lazy_reduce(Tensor x, Tensor? y, str metric, str reduction=\"sum\", int? dim=None, bool transposed=False"
+      TP_ROW_REDUCE_PUBLIC_SCHEMA + P + ") -> Tensor");
   // nan: "largest" (torch.topk: NaN ranks as the largest value) or "propagate"
   // (torch.min/max: NaN wins)
   def("lazy_topk(Tensor x, Tensor? y, str metric, int k, int dim=-1, bool largest=True, bool sorted=True, "

@@ -9,11 +9,17 @@ namespace tp::reductions {
 
 template <class V>
 struct LogSumExp {
+  using Result = V;
   V max;  // running maximum: -inf while empty; NaN propagates
   V sum;  // sum of exp(K - shift()) over what was folded
 
   static LogSumExp empty(const V& like) {
     return {math::full_like(like, -math::infinity()), math::full_like(like, 0.0)};
+  }
+  // As a row reduction: its scale and weight are applied to the values the walk folds.
+  template <class Args>
+  static LogSumExp start(const V& zero, const Args&) {
+    return empty(zero);
   }
 
   // exp's shift: the running maximum, 0 while it is not finite (as torch.logsumexp; a +inf
