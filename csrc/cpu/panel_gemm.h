@@ -50,8 +50,9 @@ void pack_column_panels(const T* src, int64_t n, int64_t d, int64_t width, T* ds
         for (int64_t kk = k0; kk < d; ++kk) panel[kk * width + c] = rows[c * d + kk];
     }
   };
-  constexpr int64_t grain = 16;
-  // a few panels (a small operand, one batch element of many) are not worth a parallel region
+  // A thread's share is at least ~2^15 values: a small operand (one batch element of many)
+  // is not worth a parallel region, a long-featured one is (its copy is a share of the call).
+  const int64_t grain = std::max<int64_t>(1, (int64_t(1) << 15) / std::max<int64_t>(1, d * width));
   if (panels <= grain) return pack(0, panels);
   at::parallel_for(0, panels, grain, pack);
 }
