@@ -5,7 +5,7 @@ process).
 
 The shapes are chosen to cross each edge of the kernel: row remainders of the 6-row register
 tile, the last (partial) column panel, the L2 column blocks of one call, the 512-column tiles of
-the tile consumers, the feature blocks (256 float32 / 128 float64 features; later blocks add
+the tile consumers, the per-tile packing of operands too large to pack whole, the feature blocks (256 float32 / 128 float64 features; later blocks add
 to the stored tile, in the last partial panel too), batches,
 broadcasting and strided operands; dense results, pdist, a lazy consumer and a gradient each go
 through a different caller of the product.
@@ -47,7 +47,7 @@ PRODUCT_CHECK = textwrap.dedent("""
     for dtype in (torch.float32, torch.float64):
         for n, m, k in [(1, 1, 1), (5, 17, 2), (6, 16, 31), (7, 15, 32), (13, 63, 3), (11, 64, 8),
                         (12, 65, 33), (29, 513, 40), (61, 700, 256), (19, 300, 257), (3, 1030, 128),
-                        (14, 130, 600), (7, 70, 1031)]:
+                        (14, 130, 600), (7, 70, 1031), (70, 515, 300), (131, 1100, 20)]:
             x, y = operands((n, k), (m, k), dtype)
             check(tp.pairwise(x, y, "linear"), x.double().numpy(), y.double().numpy(), k, dtype)
             # the tile consumers (tiles of 256 x 512, then an epilogue): cosine_similarity of
@@ -99,15 +99,23 @@ def _capabilities():
 
 
 # min_work "0": every shape through PanelGemm (by default, sources below ~2M multiply-adds
-# call BLAS, and DEFAULT always does).
-RUNS = [(cap, "default") for cap in _capabilities()] + [(cap, "0") for cap in _capabilities() if cap != "DEFAULT"]
+# call BLAS, and DEFAULT always does); max_packed "0": no column operand packed whole, each
+# tile of at least 64 rows packs its own column block (the path of operands past 256 MiB).
+FAST = [cap for cap in _capabilities() if cap != "DEFAULT"]
+RUNS = (
+    [(cap, "default", "default") for cap in _capabilities()]
+    + [(cap, "0", "default") for cap in FAST]
+    + [(cap, "0", "0") for cap in FAST]
+)
 
 
-@pytest.mark.parametrize("capability,min_work", RUNS)
-def test_products_within_the_dot_product_bound(capability, min_work):
+@pytest.mark.parametrize("capability,min_work,max_packed", RUNS)
+def test_products_within_the_dot_product_bound(capability, min_work, max_packed):
     env = dict(os.environ, ATEN_CPU_CAPABILITY=capability.lower())
     if min_work != "default":
         env["TORCHPAIR_PANEL_GEMM_MIN_WORK"] = min_work
+    if max_packed != "default":
+        env["TORCHPAIR_PANEL_GEMM_MAX_PACKED_BYTES"] = max_packed
     out = subprocess.run([sys.executable, "-c", PRODUCT_CHECK], env=env, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-3000:]
     _, worst, used = out.stdout.split()

@@ -117,6 +117,26 @@ def test_far_from_origin_is_accurate():
     torch.testing.assert_close(tp.pairwise(x, y).double(), ref, rtol=1e-5, atol=1e-5)
 
 
+def test_far_from_origin_tall_operand_any_thread_count():
+    """The centre of a tall operand is summed in fixed chunks of rows on every thread
+    (csrc/cpu/prepare_cpu.cpp): as accurate far from the origin, and the same bits with one
+    thread or two."""
+    g = torch.Generator().manual_seed(3)
+    x = torch.randn(30, 40, generator=g) + 1000.0
+    y = torch.randn(9000, 40, generator=g) + 1000.0  # 360,000 values: two chunks
+    ref = oracle(METRIC_CASES[0], x, y)
+    threads = torch.get_num_threads()
+    try:
+        torch.set_num_threads(1)
+        one = tp.pairwise(x, y)
+        torch.set_num_threads(2)
+        two = tp.pairwise(x, y)
+    finally:
+        torch.set_num_threads(threads)
+    assert torch.equal(one, two)
+    torch.testing.assert_close(two.double(), ref, rtol=1e-5, atol=1e-5)
+
+
 @pytest.mark.parametrize("engine", ["native", "generic"])
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 @pytest.mark.parametrize("metric", ["chebyshev", "cityblock", "minkowski"])

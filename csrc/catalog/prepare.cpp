@@ -1,4 +1,5 @@
 #include "catalog/prepare.h"
+#include "cpu/prepare_loops.h"
 #include "engines/gemm.h"
 #include "engines/output_memory.h"
 
@@ -20,14 +21,17 @@ namespace tp::catalog {
 // ---- native no-grad fast paths ----------------------------------------------------------------
 // The preparation of the GEMM-family metrics is a few passes over [B, n, D] operands. As ATen
 // ops each pass is an OpenMP region (the inputs are above ATen's grain size), which costs
-// milliseconds when the cores are busy; as plain loops, split across threads only above
-// kNativeGrain elements per thread, they cost microseconds. They run where no gradient can
-// flow (no grad mode, or no input requiring one, no forward-mode tangent) on real CPU
-// tensors; otherwise — and always under torch.compile/export (fake/functional tensors) —
-// the ATen compositions below, which autograd differentiates, are used. Both give the same
-// values up to rounding.
+// milliseconds when the cores are busy; as plain loops (cpu/prepare_loops.h, vectorized per
+// CPU capability), split across threads only above a grain, they cost microseconds. They run
+// where no gradient can flow (no grad mode, or no input requiring one, no forward-mode
+// tangent) on real CPU tensors; otherwise — and always under torch.compile/export
+// (fake/functional tensors) — the ATen compositions below, which autograd differentiates, are
+// used. Both give the same values up to rounding.
 namespace {
-constexpr int64_t kNativeGrain = int64_t(1) << 16;
+// TP_CPU_STUB names the per-capability copies relative to the calling namespace.
+namespace isa_DEFAULT = cpu::isa_DEFAULT;
+namespace isa_AVX2 = cpu::isa_AVX2;
+namespace isa_AVX512 = cpu::isa_AVX512;
 
 bool native_ready(const at::Tensor& t) {
   if (!t.defined()) return true;
@@ -44,77 +48,6 @@ bool native_ready(const at::Tensor& t) {
   return true;
 }
 
-int64_t row_grain(int64_t d) { return std::max<int64_t>(1, kNativeGrain / std::max<int64_t>(d, 1)); }
-
-// sum over k < d of term(k) (a double), in four independent chains: one chain is bound by the
-// add latency on operands of a few thousand rows, four let the compiler vectorise.
-template <typename F>
-inline double row_sum(int64_t d, const F& term) {
-  double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-  int64_t k = 0;
-  for (; k + 4 <= d; k += 4) {
-    s0 += term(k);
-    s1 += term(k + 1);
-    s2 += term(k + 2);
-    s3 += term(k + 3);
-  }
-  for (; k < d; ++k) s0 += term(k);
-  return (s0 + s1) + (s2 + s3);
-}
-
-template <typename T>
-void inverse_norms_loop(const T* x, T* out, int64_t rows, int64_t d) {
-  at::parallel_for(0, rows, row_grain(d), [&](int64_t r0, int64_t r1) {
-    for (int64_t r = r0; r < r1; ++r) {
-      const T* xr = x + r * d;
-      const double s = row_sum(d, [&](int64_t k) { return double(xr[k]) * double(xr[k]); });
-      out[r] = s > 0 ? T(1.0 / std::sqrt(s)) : T(0);  // NaN and inf norms: 0, as below
-    }
-  });
-}
-
-// ctr[b, k] = mean over rows of ref[b, :, k], non-finite means replaced by 0 (nan_to_num).
-template <typename T>
-void row_mean_loop(const T* ref, T* ctr, int64_t B, int64_t n, int64_t d) {
-  at::parallel_for(0, B, std::max<int64_t>(1, kNativeGrain / std::max<int64_t>(n * d, 1)), [&](int64_t b0, int64_t b1) {
-    std::vector<double> acc(size_t(std::max<int64_t>(d, 1)));
-    for (int64_t b = b0; b < b1; ++b) {
-      std::fill(acc.begin(), acc.end(), 0.0);
-      for (int64_t r = 0; r < n; ++r)
-        for (int64_t k = 0; k < d; ++k) acc[k] += double(ref[(b * n + r) * d + k]);
-      for (int64_t k = 0; k < d; ++k) {
-        const T m = n > 0 ? T(acc[k] / double(n)) : T(0);
-        ctr[b * d + k] = std::isfinite(m) ? m : T(0);
-      }
-    }
-  });
-}
-
-// xc = x - ctr (per batch element) and, when sq is given, sq[b, r] = |xc[b, r]|^2.
-template <typename T>
-void centre_loop(const T* x, const T* ctr, T* xc, T* sq, int64_t B, int64_t n, int64_t d) {
-  at::parallel_for(0, B * n, row_grain(d), [&](int64_t r0, int64_t r1) {
-    for (int64_t r = r0; r < r1; ++r) {
-      const T* c = ctr + (r / std::max<int64_t>(n, 1)) * d;
-      T* out = xc + r * d;
-      for (int64_t k = 0; k < d; ++k) out[k] = x[r * d + k] - c[k];
-      if (sq) sq[r] = T(row_sum(d, [&](int64_t k) { return double(out[k]) * double(out[k]); }));
-    }
-  });
-}
-
-// out[r] = rows r of a . rows r of b ([rows, d] each), in double.
-template <typename T>
-void row_dots_loop(const T* a, const T* b, T* out, int64_t rows, int64_t d) {
-  at::parallel_for(0, rows, row_grain(d), [&](int64_t r0, int64_t r1) {
-    for (int64_t r = r0; r < r1; ++r) {
-      const T* ar = a + r * d;
-      const T* br = b + r * d;
-      out[r] = T(row_sum(d, [&](int64_t k) { return double(ar[k]) * double(br[k]); }));
-    }
-  });
-}
-
 // The centred operands and their squared norms of distance_family, natively (nullopt when
 // the native path does not apply).
 std::optional<Prepared> centred_native(const Inputs& in) {
@@ -125,23 +58,20 @@ std::optional<Prepared> centred_native(const Inputs& in) {
   const int64_t B = in.x.size(0), d = in.x.size(2);
   if (ref.size(0) != B || ref.size(2) != d) return std::nullopt;
   Prepared p;
-  AT_DISPATCH_FLOATING_TYPES(in.x.scalar_type(), "torchpair_centre", [&] {
-    at::Tensor ctr = at::empty({B, d}, in.x.options());
-    row_mean_loop<scalar_t>(ref.data_ptr<scalar_t>(), ctr.data_ptr<scalar_t>(), B, ref.size(1), d);
-    auto centre = [&](const at::Tensor& t, at::Tensor& out, at::Tensor& sq) {
-      out = engine::empty_output(t.sizes(), t.options());
-      sq = at::empty({t.size(0), t.size(1)}, t.options());
-      centre_loop<scalar_t>(t.data_ptr<scalar_t>(), ctr.data_ptr<scalar_t>(), out.data_ptr<scalar_t>(),
-                            sq.data_ptr<scalar_t>(), t.size(0), t.size(1), d);
-    };
-    centre(in.x, p.x, p.a);
-    if (in.symmetric) {
-      p.y = p.x;
-      p.b = p.a;
-    } else {
-      centre(in.y, p.y, p.b);
-    }
-  });
+  const at::Tensor ctr = at::empty({B, d}, in.x.options());
+  TP_CPU_STUB(row_means).get()(ref, ctr);
+  auto centre = [&](const at::Tensor& t, at::Tensor& out, at::Tensor& sq) {
+    out = engine::empty_output(t.sizes(), t.options());
+    sq = at::empty({t.size(0), t.size(1)}, t.options());
+    TP_CPU_STUB(centre).get()(t, ctr, out, sq);
+  };
+  centre(in.x, p.x, p.a);
+  if (in.symmetric) {
+    p.y = p.x;
+    p.b = p.a;
+  } else {
+    centre(in.y, p.y, p.b);
+  }
   return p;
 }
 
@@ -231,20 +161,20 @@ std::optional<Prepared> mahalanobis_native(const Inputs& in, const at::Tensor& V
     // the common centre: the mean of the stacked rows (non-finite means: 0, as nan_to_num)
     at::Tensor ctr = at::empty({B, d}, opts);
     at::Tensor ctr_y = stack_y ? at::empty({B, d}, opts) : at::Tensor();
-    row_mean_loop<T>(in.x.data_ptr<T>(), ctr.data_ptr<T>(), B, n, d);
+    TP_CPU_STUB(row_means).get()(in.x, ctr);
     if (stack_y) {
-      row_mean_loop<T>(y.data_ptr<T>(), ctr_y.data_ptr<T>(), B, m, d);
+      TP_CPU_STUB(row_means).get()(y, ctr_y);
       T* c = ctr.data_ptr<T>();
       const T* cy = ctr_y.data_ptr<T>();
       for (int64_t i = 0; i < B * d; ++i) c[i] = T((double(c[i]) * n + double(cy[i]) * m) / double(n + m));
     }
     // (no squared norms: the quadratic forms below replace them)
     at::Tensor xc = at::empty_like(in.x);
-    centre_loop<T>(in.x.data_ptr<T>(), ctr.data_ptr<T>(), xc.data_ptr<T>(), nullptr, B, n, d);
+    TP_CPU_STUB(centre).get()(in.x, ctr, xc, at::Tensor());
     at::Tensor yc = xc;
     if (!in.symmetric) {
       yc = at::empty_like(y);
-      centre_loop<T>(y.data_ptr<T>(), ctr.data_ptr<T>(), yc.data_ptr<T>(), nullptr, B, m, d);
+      TP_CPU_STUB(centre).get()(y, ctr, yc, at::Tensor());
     }
     at::Tensor VI;
     if (VI_given.defined()) {
@@ -296,7 +226,7 @@ std::optional<Prepared> mahalanobis_native(const Inputs& in, const at::Tensor& V
       for (int64_t b = 0; b < B; ++b)
         engine::gemm_nn<T>(rows, d, d, T(1), c.data_ptr<T>() + b * rows * d, d, VIs.data_ptr<T>() + b * d * d, d,
                            T(0), out.data_ptr<T>() + b * rows * d, d);
-      row_dots_loop<T>(out.data_ptr<T>(), c.data_ptr<T>(), quad.data_ptr<T>(), B * rows, d);
+      TP_CPU_STUB(row_dots).get()(out, c, quad);
     };
     at::Tensor yVI;
     transform(xc, n, p.x, p.a);
@@ -381,19 +311,7 @@ Prepared distance_family(const Inputs& in, const DistanceKernels& kernels, std::
 at::Tensor centred_rows(const at::Tensor& x) {
   if (native_ready(x)) {
     at::Tensor out = at::empty_like(x);
-    const int64_t rows = x.size(0) * x.size(1), d = x.size(2);
-    AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "torchpair_centre_rows", [&] {
-      const scalar_t* src = x.data_ptr<scalar_t>();
-      scalar_t* dst = out.data_ptr<scalar_t>();
-      at::parallel_for(0, rows, row_grain(d), [&](int64_t r0, int64_t r1) {
-        for (int64_t r = r0; r < r1; ++r) {
-          const scalar_t* row = src + r * d;
-          const double s = row_sum(d, [&](int64_t k) { return double(row[k]); });
-          const scalar_t m = scalar_t(s / double(std::max<int64_t>(d, 1)));
-          for (int64_t k = 0; k < d; ++k) dst[r * d + k] = src[r * d + k] - m;
-        }
-      });
-    });
+    TP_CPU_STUB(subtract_feature_means).get()(x, out);
     return out;
   }
   return x - x.mean(-1, /*keepdim=*/true);
@@ -402,9 +320,7 @@ at::Tensor centred_rows(const at::Tensor& x) {
 at::Tensor inverse_row_norms(const at::Tensor& x) {
   if (native_ready(x)) {
     at::Tensor out = at::empty({x.size(0), x.size(1)}, x.options());
-    AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "torchpair_inverse_norms", [&] {
-      inverse_norms_loop<scalar_t>(x.data_ptr<scalar_t>(), out.data_ptr<scalar_t>(), x.size(0) * x.size(1), x.size(2));
-    });
+    TP_CPU_STUB(inverse_norms).get()(x, out);
     return out;
   }
   const at::Tensor norm = at::linalg_vector_norm(x, 2, {-1}, /*keepdim=*/false);

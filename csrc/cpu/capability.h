@@ -34,3 +34,9 @@ struct Stub {
 // namespace). Overloaded names need a cast to pick one overload first.
 #define TP_CPU_STUB(fn) \
   (::tp::cpu::Stub<decltype(&isa_DEFAULT::fn)>{{&isa_DEFAULT::fn, &isa_AVX2::fn, &isa_AVX512::fn}})
+
+// Inside a per-capability translation unit: the namespace (isa_DEFAULT, isa_AVX2, isa_AVX512)
+// its entry points are defined in.
+#define TP_CAT_(a, b) a##b
+#define TP_CAT(a, b) TP_CAT_(a, b)
+#define TP_ISA_NAMESPACE TP_CAT(isa_, CPU_CAPABILITY)

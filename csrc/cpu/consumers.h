@@ -38,10 +38,6 @@ TP_DECLARE_CPU_CONSUMERS(isa_DEFAULT)
 TP_DECLARE_CPU_CONSUMERS(isa_AVX2)
 TP_DECLARE_CPU_CONSUMERS(isa_AVX512)
 
-// Inside a per-capability translation unit: the namespace its consumers are defined in.
-#define TP_CAT_(a, b) a##b
-#define TP_CAT(a, b) TP_CAT_(a, b)
-#define TP_ISA_NAMESPACE TP_CAT(isa_, CPU_CAPABILITY)
 // The capability chosen for this machine (honours ATEN_CPU_CAPABILITY=default|avx2|avx512).
 TP_DECLARE_CPU_CONSUMERS(dispatch)
 

@@ -94,41 +94,63 @@ class PanelGemm {
     }();
     return value;
   }
-  // The packed copy of the column operand is at most this large: a larger one would be a
-  // second copy of an operand that large (and fault in fresh pages on every call, past what
-  // engine::empty_output keeps); BLAS packs in blocks instead.
-  static constexpr int64_t kMaxPackedBytes = int64_t(256) << 20;
-
-  static bool suits(int64_t rows, int64_t cols, int64_t k) {
-    return kAvailable && k >= 1 && rows * cols * k >= min_work() &&
-           (cols + P) * k * int64_t(sizeof(T)) <= kMaxPackedBytes;
+  // A packed copy of the whole column operand is at most this many bytes (256 MiB): a larger
+  // one would be a second copy of an operand that large (and fault in fresh pages on every
+  // call, past what engine::empty_output keeps). Past it, each tile packs its own column
+  // block (fits()). TORCHPAIR_PANEL_GEMM_MAX_PACKED_BYTES overrides it (the tests use 0 to
+  // send every shape through the per-tile packing).
+  static int64_t max_packed_bytes() {
+    static const int64_t value = [] {
+      const char* env = std::getenv("TORCHPAIR_PANEL_GEMM_MAX_PACKED_BYTES");
+      return env ? std::max<int64_t>(0, std::atoll(env)) : int64_t(256) << 20;
+    }();
+    return value;
   }
+
+  // A product of this shape is worth the panel kernel.
+  static bool suits(int64_t rows, int64_t cols, int64_t k) {
+    return kAvailable && k >= 1 && rows * cols * k >= min_work();
+  }
+  // The column operand is packed once, whole (else per tile).
+  static bool fits(int64_t cols, int64_t k) { return (cols + P) * k * int64_t(sizeof(T)) <= max_packed_bytes(); }
 
   PanelGemm() = default;
   // b: n rows of k contiguous features (row stride k).
   PanelGemm(const T* b, int64_t n, int64_t k) : n_(n), k_(k) {
-    const int64_t panels = (n + P - 1) / P;
     // The CPU allocator aligns to 64 bytes, so every panel row is vector-aligned.
     const auto dtype = at::TensorOptions().dtype(c10::CppTypeToScalarType<T>::value);
-    packed_ = engine::empty_output({std::max<int64_t>(panels * k * P, 1)}, dtype);
-    T* dst = packed_.data_ptr<T>();
-    if (n % P != 0) std::fill(dst + (panels - 1) * k * P, dst + panels * k * P, T(0));  // padding columns
-    pack_column_panels(b, n, k, P, dst);
+    packed_ = engine::empty_output({std::max<int64_t>(packed_size(n, k), 1)}, dtype);
+    pack(b, n, k, packed_.data_ptr<T>());
   }
 
   bool empty() const { return !packed_.defined(); }
+
+  // Values a packed copy of n columns of k features holds.
+  static int64_t packed_size(int64_t n, int64_t k) { return (n + P - 1) / P * k * P; }
+
+  // Packs n columns of k contiguous features (b, row stride k) into dst (packed_size(n, k)
+  // values), zero-padding the last panel.
+  static void pack(const T* b, int64_t n, int64_t k, T* dst) {
+    const int64_t panels = (n + P - 1) / P;
+    if (n % P != 0) std::fill(dst + (panels - 1) * k * P, dst + panels * k * P, T(0));  // padding columns
+    pack_column_panels(b, n, k, P, dst);
+  }
 
   // out[r * ldo + c] = a_(r0 + r) . b_(c0 + c) for r < nr, c < nc; a has row stride k and c0
   // is a multiple of P (tile sources hand out column blocks at multiples of their width).
   // Outside a parallel region the row blocks are spread over the intra-op threads.
   void run(const T* a, int64_t r0, int64_t nr, int64_t c0, int64_t nc, T* out, int64_t ldo) const {
     TORCH_INTERNAL_ASSERT(c0 % P == 0 && c0 + nc <= n_);
-    const int64_t k = k_;
+    multiply(packed_.data_ptr<T>() + c0 / P * k_ * P, k_, a, r0, nr, nc, out, ldo);
+  }
+
+  // The same product against nc columns packed by pack() (panels: the first of them).
+  static void multiply(const T* panels, int64_t k, const T* a, int64_t r0, int64_t nr, int64_t nc, T* out,
+                       int64_t ldo) {
     const int64_t kc = std::min(k, kBlock);
     // Panels of a column block stay in L2 while every row block of a thread walks them.
     const int64_t block = std::max<int64_t>(1, (192 * 1024) / (kc * P * int64_t(sizeof(T)))) * P;
     const int64_t row_blocks = (nr + kRows - 1) / kRows;
-    const T* panels = packed_.data_ptr<T>();
     // A thread's share is at least ~2^20 multiply-adds (tens of microseconds): waking the
     // pool costs more than that saves for a small product.
     const int64_t grain = std::max<int64_t>(1, (int64_t(1) << 20) / (kRows * std::max<int64_t>(nc, 1) * k));
@@ -142,8 +164,8 @@ class PanelGemm {
             const int64_t rows = std::min<int64_t>(kRows, nr - r);
             const T* ar = a + (r0 + r) * k + k0;
             for (int64_t c = cb; c < cb_end; c += P) {
-              const T* panel = panels + (c0 + c) / P * k * P + k0 * P;
-              tile(rows, ar, panel, out + r * ldo + c, ldo, std::min<int64_t>(P, cb_end - c), kn, k0 > 0);
+              const T* panel = panels + c / P * k * P + k0 * P;
+              tile(rows, ar, panel, out + r * ldo + c, ldo, std::min<int64_t>(P, cb_end - c), k, kn, k0 > 0);
             }
           }
         }
@@ -152,22 +174,21 @@ class PanelGemm {
   }
 
  private:
-  void tile(int64_t rows, const T* a, const T* panel, T* out, int64_t ldo, int64_t cols, int64_t kn,
-            bool add) const {
+  static void tile(int64_t rows, const T* a, const T* panel, T* out, int64_t ldo, int64_t cols, int64_t k,
+                   int64_t kn, bool add) {
     switch (rows) {
-      case 6: return tile<6>(a, panel, out, ldo, cols, kn, add);
-      case 5: return tile<5>(a, panel, out, ldo, cols, kn, add);
-      case 4: return tile<4>(a, panel, out, ldo, cols, kn, add);
-      case 3: return tile<3>(a, panel, out, ldo, cols, kn, add);
-      case 2: return tile<2>(a, panel, out, ldo, cols, kn, add);
-      default: return tile<1>(a, panel, out, ldo, cols, kn, add);
+      case 6: return tile<6>(a, panel, out, ldo, cols, k, kn, add);
+      case 5: return tile<5>(a, panel, out, ldo, cols, k, kn, add);
+      case 4: return tile<4>(a, panel, out, ldo, cols, k, kn, add);
+      case 3: return tile<3>(a, panel, out, ldo, cols, k, kn, add);
+      case 2: return tile<2>(a, panel, out, ldo, cols, k, kn, add);
+      default: return tile<1>(a, panel, out, ldo, cols, k, kn, add);
     }
   }
 
-  // out (R x cols) = (add ? out : 0) + a (R x kn, row stride k_) . panel (kn x P)
+  // out (R x cols) = (add ? out : 0) + a (R x kn, row stride k) . panel (kn x P)
   template <int R>
-  void tile(const T* a, const T* panel, T* out, int64_t ldo, int64_t cols, int64_t kn, bool add) const {
-    const int64_t k = k_;
+  static void tile(const T* a, const T* panel, T* out, int64_t ldo, int64_t cols, int64_t k, int64_t kn, bool add) {
     V acc[R][kVecs];
     alignas(64) T edge[R][P];  // the last panel of a row: only cols < P columns exist
     if (!add) {

@@ -43,10 +43,10 @@ using Vec = at::vec::Vectorized<T>;
 inline int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
 
 // Per-thread scratch buffers, grown on demand. Slots keep simultaneous users apart:
-// consumers use 0-1, tile producers 2-3.
+// consumers use 0-1 and 4-5, tile producers 2-3, a tile's packed column block 6.
 template <typename T>
 T* scratch(int slot, int64_t size) {
-  thread_local std::vector<T> buffers[6];
+  thread_local std::vector<T> buffers[7];
   auto& b = buffers[slot];
   if (int64_t(b.size()) < size) b.resize(size);
   return b.data();
@@ -294,7 +294,17 @@ class InnerProductSource final : public TileSource<T> {
     cside_ = Operands::as<T>(transposed_ ? ops.a : ops.b);
     this->col_block_ = kColBlock;
     this->row_block_ = kRowBlock;
-    if (PanelGemm<T>::suits(this->rows_, this->cols_, ops.d)) panels_ = PanelGemm<T>(colp_, this->cols_, ops.d);
+    if (PanelGemm<T>::suits(this->rows_, this->cols_, ops.d)) {
+      if (PanelGemm<T>::fits(this->cols_, ops.d))
+        panels_ = PanelGemm<T>(colp_, this->cols_, ops.d);
+      else {
+        // Each row block packs every column block once: fewer, taller row blocks (one per
+        // thread when the rows allow) pack the operand fewer times.
+        pack_tiles_ = true;
+        const int64_t threads = std::max<int64_t>(1, at::get_num_threads());
+        this->row_block_ = std::max(kRowBlock, round_up((this->rows_ + threads - 1) / threads, kPackTileRows));
+      }
+    }
   }
 
   bool writes_exact_columns() const override { return true; }
@@ -358,6 +368,15 @@ class InnerProductSource final : public TileSource<T> {
   void product(int64_t r0, int64_t nr, int64_t c0, int64_t nc, T* out, int64_t ldo) const {
     if constexpr (PanelGemm<T>::kAvailable) {
       if (!panels_.empty()) return panels_.run(rowp_, r0, nr, c0, nc, out, ldo);
+      // An operand too large to pack whole: the tile packs its column block, as BLAS would,
+      // once its rows are many enough to pay for that copy.
+      if (pack_tiles_ && nr >= kPackTileRows) {
+        const int64_t d = this->dim_;
+        T* raw = scratch<T>(6, PanelGemm<T>::packed_size(nc, d) + 64 / int64_t(sizeof(T)));
+        T* panels = reinterpret_cast<T*>(round_up(reinterpret_cast<uintptr_t>(raw), 64));
+        PanelGemm<T>::pack(colp_ + c0 * d, nc, d, panels);
+        return PanelGemm<T>::multiply(panels, d, rowp_, r0, nr, nc, out, ldo);
+      }
     }
     const int64_t d = this->dim_;
     engine::gemm_nt<T>(nr, nc, d, T(1), rowp_ + r0 * d, d, colp_ + c0 * d, d, T(0), out, ldo);
@@ -416,7 +435,9 @@ class InnerProductSource final : public TileSource<T> {
   }
 
   const T *rowp_ = nullptr, *colp_ = nullptr, *rside_ = nullptr, *cside_ = nullptr;
-  PanelGemm<T> panels_;  // the column operand packed for product(); empty: BLAS
+  static constexpr int64_t kPackTileRows = 64;
+  PanelGemm<T> panels_;  // the column operand packed for product(); empty: per tile or BLAS
+  bool pack_tiles_ = false;  // product() packs each tile's column block
   std::vector<double> scalars_;
   Scalars s_;
   bool transposed_ = false, symmetric_ = false;
