@@ -112,12 +112,6 @@ void subtract_feature_means_impl(const T* src, T* dst, int64_t rows, int64_t d) 
   });
 }
 
-int64_t features(const at::Tensor& t) { return t.dim() == 0 ? 1 : t.size(-1); }
-int64_t rows_of(const at::Tensor& t) {
-  const int64_t d = features(t);
-  return d == 0 ? t.numel() : t.numel() / d;  // a [.., 0] tensor has no values but its rows
-}
-
 }  // namespace
 }  // namespace CPU_CAPABILITY
 
@@ -138,21 +132,21 @@ void centre(const at::Tensor& x, const at::Tensor& ctr, const at::Tensor& xc, co
 
 void inverse_norms(const at::Tensor& x, const at::Tensor& out) {
   AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "torchpair_inverse_norms", [&] {
-    inverse_norms_impl<scalar_t>(x.data_ptr<scalar_t>(), out.data_ptr<scalar_t>(), rows_of(x), features(x));
+    inverse_norms_impl<scalar_t>(x.data_ptr<scalar_t>(), out.data_ptr<scalar_t>(), x.size(0) * x.size(1), x.size(2));
   });
 }
 
 void row_dots(const at::Tensor& a, const at::Tensor& b, const at::Tensor& out) {
   AT_DISPATCH_FLOATING_TYPES(a.scalar_type(), "torchpair_row_dots", [&] {
-    row_dots_impl<scalar_t>(a.data_ptr<scalar_t>(), b.data_ptr<scalar_t>(), out.data_ptr<scalar_t>(), rows_of(a),
-                            features(a));
+    row_dots_impl<scalar_t>(a.data_ptr<scalar_t>(), b.data_ptr<scalar_t>(), out.data_ptr<scalar_t>(),
+                            a.size(0) * a.size(1), a.size(2));
   });
 }
 
 void subtract_feature_means(const at::Tensor& x, const at::Tensor& out) {
   AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "torchpair_centre_rows", [&] {
-    subtract_feature_means_impl<scalar_t>(x.data_ptr<scalar_t>(), out.data_ptr<scalar_t>(), rows_of(x),
-                                          features(x));
+    subtract_feature_means_impl<scalar_t>(x.data_ptr<scalar_t>(), out.data_ptr<scalar_t>(), x.size(0) * x.size(1),
+                                          x.size(2));
   });
 }
 }  // namespace TP_ISA_NAMESPACE
