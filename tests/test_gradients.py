@@ -183,3 +183,61 @@ def test_set_level(name):
         x = torch.randn(2, 7, d, dtype=torch.float64, generator=g, requires_grad=True)
         y = torch.randn(2, 9, d, dtype=torch.float64, generator=g, requires_grad=True)
         assert gradcheck(fn, (x, y), fast_mode=False)
+
+
+def test_unbatched_calls_in_every_autograd_state():
+    """Unbatched operands are reshaped to one batch element and back; where no gradient can
+    flow those reshapes skip view tracking (docs/contracts.md, eager no-grad fast path). Each
+    autograd state gets the values and gradients of the dense torch formula."""
+    g = torch.Generator().manual_seed(5)
+    x = torch.randn(7, 3, dtype=torch.float64, generator=g)
+    y = torch.randn(5, 3, dtype=torch.float64, generator=g)
+    diff = x[:, None, :] - y[None, :, :]
+    want = diff.square().sum(-1)
+    # no gradient: a tensor of its own, which in-place ops may change
+    out = tp.pairwise(x, y, "sqeuclidean")
+    assert out._base is None and out.shape == (7, 5)
+    torch.testing.assert_close(out, want)
+    out.add_(1)
+    torch.testing.assert_close(tp.pairwise(x, y, "sqeuclidean"), want)
+    with torch.inference_mode():
+        torch.testing.assert_close(tp.pairwise(x, y, "sqeuclidean"), want)
+    with torch.no_grad():
+        torch.testing.assert_close(tp.pairwise(x.requires_grad_(True), y, "sqeuclidean"), want)
+    x.requires_grad_(False)
+    # a gradient through x, through a view of a leaf, and after an in-place op on the result
+    xg = x.clone().requires_grad_(True)
+    tp.pairwise(xg, y, "sqeuclidean").sum().backward()
+    torch.testing.assert_close(xg.grad, 2 * diff.sum(1))
+    leaf = torch.cat([x, torch.zeros(7, 2, dtype=torch.float64)], 1).requires_grad_(True)
+    r = tp.pairwise(leaf[:, :3], y, "sqeuclidean")
+    r.mul_(3)
+    r.sum().backward()
+    torch.testing.assert_close(leaf.grad[:, :3], 6 * diff.sum(1))
+    torch.testing.assert_close(leaf.grad[:, 3:], torch.zeros(7, 2, dtype=torch.float64))
+    # y alone needs the gradient
+    yg = y.clone().requires_grad_(True)
+    tp.pairwise(x, yg, "cityblock").sum().backward()
+    torch.testing.assert_close(yg.grad, -torch.sign(diff).sum(0))
+
+
+def test_unbatched_calls_under_a_dispatch_mode():
+    """A TorchDispatchMode still sees every ATen op of an eager call, including the reshapes
+    made below the autograd layers, and the result is unchanged."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class Seen(TorchDispatchMode):
+        def __init__(self):
+            super().__init__()
+            self.ops = []
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            self.ops.append(str(func.overloadpacket))
+            return func(*args, **(kwargs or {}))
+
+    x = torch.randn(6, 4, dtype=torch.float64)
+    y = torch.randn(9, 4, dtype=torch.float64)
+    with Seen() as mode:
+        out = tp.pairwise(x, y, "cityblock")
+    torch.testing.assert_close(out, (x[:, None] - y[None]).abs().sum(-1))
+    assert "aten.unsqueeze" in mode.ops and "aten.select" in mode.ops, mode.ops

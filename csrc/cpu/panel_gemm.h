@@ -82,11 +82,12 @@ class PanelGemm {
   // a panel (kBlock x P) stays in L2 and a register tile's rows (kRows x kBlock) in L1
   // whatever D is; the tiles of later blocks add to what the earlier ones stored.
   static constexpr int64_t kBlock = 1024 / int64_t(sizeof(T));
-  // Below ~2M multiply-adds per source, packing (an allocation and a copy of the operand per
-  // source, per batch) costs what the faster tile saves: batches of tiny matrices are many
-  // times faster through MKL's small-matrix path, and single products break even between
-  // 200 x 200 x 32 and 300 x 300 x 32 (benchmarks/bench_products.py measures both sides).
-  // TORCHPAIR_PANEL_GEMM_MIN_WORK overrides it (the tests use 0 to send small shapes through).
+  // In a batch, below ~2M multiply-adds per source, packing (an allocation and a copy of the
+  // operand per batch element) costs what the faster tile saves: batches of tiny matrices are
+  // many times faster through MKL's small-matrix path. A single product packs once, and the
+  // panel kernel was as fast or faster at every size measured down to 64 x 64 x 3 (there it
+  // saves ~1.5 us of a BLAS call's set-up). TORCHPAIR_PANEL_GEMM_MIN_WORK overrides the
+  // limit where it applies (the tests use 0 to send every small shape through).
   static int64_t min_work() {
     static const int64_t value = [] {
       const char* env = std::getenv("TORCHPAIR_PANEL_GEMM_MIN_WORK");
@@ -107,9 +108,9 @@ class PanelGemm {
     return value;
   }
 
-  // A product of this shape is worth the panel kernel.
-  static bool suits(int64_t rows, int64_t cols, int64_t k) {
-    return kAvailable && k >= 1 && rows * cols * k >= min_work();
+  // A product of this shape is worth the panel kernel (any_size: a single product).
+  static bool suits(int64_t rows, int64_t cols, int64_t k, bool any_size) {
+    return kAvailable && k >= 1 && (any_size || rows * cols * k >= min_work());
   }
   // The column operand is packed once, whole (else per tile).
   static bool fits(int64_t cols, int64_t k) { return (cols + P) * k * int64_t(sizeof(T)) <= max_packed_bytes(); }

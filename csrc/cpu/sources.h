@@ -107,6 +107,8 @@ class ElementwiseSource final : public TileSource<T> {
     pack_column_panels(colp, cols, d, W, packed_.data());
   }
 
+  bool writes_exact_columns() const override { return true; }
+
   void produce(int64_t r0, int64_t nr, int64_t c0, int64_t nc, T* out, int64_t ldo) const override {
     if (transposed_)
       produce_impl<true>(r0, nr, c0, nc, out, ldo);
@@ -236,15 +238,16 @@ class ElementwiseSource final : public TileSource<T> {
     for (int64_t c = 0; c < nc; c += W) {
       // a last chunk of at most L columns takes one column vector, not CB (small problems)
       if (CB > 1 && nc - c <= L)
-        chunk_block<R, Flipped, 1>(xr, chunk(c0 + c), out + c, ldo);
+        chunk_block<R, Flipped, 1>(xr, chunk(c0 + c), nc - c, out + c, ldo);
       else
-        chunk_block<R, Flipped, CB>(xr, chunk(c0 + c), out + c, ldo);
+        chunk_block<R, Flipped, CB>(xr, chunk(c0 + c), nc - c, out + c, ldo);
     }
   }
 
-  // R rows against the first NV column vectors of one packed chunk.
+  // R rows against the first NV column vectors of one packed chunk, storing the first
+  // `valid` columns only (a dense result is written in place, see writes_exact_columns).
   template <int R, bool Flipped, int NV>
-  inline void chunk_block(const T* const* xr, const T* yc, T* out, int64_t ldo) const {
+  inline void chunk_block(const T* const* xr, const T* yc, int64_t valid, T* out, int64_t ldo) const {
     const int64_t d = this->dim_;
     V acc[R][NV][M::kAcc];
     for (int i = 0; i < R; ++i)
@@ -263,7 +266,13 @@ class ElementwiseSource final : public TileSource<T> {
       }
     }
     for (int i = 0; i < R; ++i)
-      for (int j = 0; j < NV; ++j) M::finalize(acc[i][j], s_).store(out + i * ldo + j * L);
+      for (int j = 0; j < NV; ++j) {
+        const int64_t left = valid - j * L;
+        if (left >= L)
+          M::finalize(acc[i][j], s_).store(out + i * ldo + j * L);
+        else if (left > 0)
+          M::finalize(acc[i][j], s_).store(out + i * ldo + j * L, left);
+      }
   }
 
   const T* rowp_ = nullptr;
@@ -294,7 +303,12 @@ class InnerProductSource final : public TileSource<T> {
     cside_ = Operands::as<T>(transposed_ ? ops.a : ops.b);
     this->col_block_ = kColBlock;
     this->row_block_ = kRowBlock;
-    if (PanelGemm<T>::suits(this->rows_, this->cols_, ops.d)) {
+    // A single product takes the panel kernel at any size (PanelGemm::suits), except under
+    // the distance-based GEMM forms |x|^2 + |y|^2 - 2 x.y: their small shapes take the
+    // difference-based kernels up to 16 features, so there is nothing to gain, and BLAS's
+    // rounding is what gives scipy's 0 at equal rows of mahalanobis' (always GEMM) form.
+    const bool any_size = ops.batch == 1 && !M::kDistanceBased;
+    if (PanelGemm<T>::suits(this->rows_, this->cols_, ops.d, any_size)) {
       if (PanelGemm<T>::fits(this->cols_, ops.d))
         panels_ = PanelGemm<T>(colp_, this->cols_, ops.d);
       else {

@@ -108,6 +108,7 @@ class Sources {
     ops.n = req_.x.size(1);
     ops.m = req_.y.size(1);
     ops.d = req_.x.size(2);
+    ops.batch = batch_;
     return make_source<T>(spec_, ops);
   }
 

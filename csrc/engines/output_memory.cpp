@@ -1,5 +1,6 @@
 #include "engines/output_memory.h"
 
+#include <ATen/ops/empty_native.h>
 #include <c10/core/Allocator.h>
 #include <c10/core/CPUAllocator.h>
 
@@ -104,7 +105,13 @@ at::Tensor empty_output(at::IntArrayRef sizes, const at::TensorOptions& options)
   int64_t numel = 1;
   for (int64_t s : sizes) numel *= s;
   const size_t bytes = size_t(numel) * options.dtype().itemsize();
-  if (!options.device().is_cpu() || bytes < kMinBytes || cache_limit() == 0) return at::empty(sizes, options);
+  if (!options.device().is_cpu()) return at::empty(sizes, options);
+  // Callers hold resolved CPU operands (a CPU kernel, or a native path that already ruled out
+  // wrapped tensors), so the allocation goes straight to ATen's CPU kernel: the dispatcher
+  // round trip is a measurable part of a small call.
+  if (bytes < kMinBytes || cache_limit() == 0)
+    return at::native::empty_cpu(sizes, c10::typeMetaToScalarType(options.dtype()), options.layout(),
+                                 options.device(), options.pinned_memory(), options.memory_format_opt());
   // A resizable storage (as at::empty's), so resize_ on a result works as on any tensor.
   c10::Storage storage(c10::Storage::use_byte_size_t(), bytes, &OutputCache::get(), /*resizable=*/true);
   return at::empty({0}, options).set_(storage, 0, sizes);

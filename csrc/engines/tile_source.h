@@ -25,6 +25,7 @@ struct Operands {
   const void* a = nullptr;  // [n] side feature of x rows, or null
   const void* b = nullptr;  // [m] side feature of y rows, or null
   int64_t n = 0, m = 0, d = 0;
+  int64_t batch = 1;  // batch elements of this geometry in the call (one source each)
 
   template <typename U>
   static const U* as(const void* p) { return static_cast<const U*>(p); }
