@@ -85,9 +85,10 @@ class PanelGemm {
   // In a batch, below ~2M multiply-adds per source, packing (an allocation and a copy of the
   // operand per batch element) costs what the faster tile saves: batches of tiny matrices are
   // many times faster through MKL's small-matrix path. A single product packs once, and the
-  // panel kernel was as fast or faster at every size measured down to 64 x 64 x 3 (there it
-  // saves ~1.5 us of a BLAS call's set-up). TORCHPAIR_PANEL_GEMM_MIN_WORK overrides the
-  // limit where it applies (the tests use 0 to send every small shape through).
+  // panel kernel was as fast or faster at every size measured down to 64 x 64 x 3, where a
+  // BLAS call's set-up outweighs the product itself (docs/performance.md).
+  // TORCHPAIR_PANEL_GEMM_MIN_WORK overrides the limit where it applies (the tests use 0 to
+  // send every small shape through).
   static int64_t min_work() {
     static const int64_t value = [] {
       const char* env = std::getenv("TORCHPAIR_PANEL_GEMM_MIN_WORK");

@@ -81,8 +81,9 @@ c10::SymInt product(const SymShape& s) {
 
 // Whether no gradient (reverse or forward mode) can flow through t and no subsystem wraps it
 // (tracing, functionalization, functorch, lazy conjugation): then a view of it that never
-// reaches the user as a view is made below the autograd layers. On a small eager call, the
-// view tracking of the two operand views and the result view costs about a fifth of the call.
+// reaches the user as a view is made below the autograd layers: on a small eager call the
+// view tracking of the two operand views and the result view is a large share of the call
+// (docs/performance.md, "Fixed cost of a call").
 bool untracked(const at::Tensor& t) {
   static const c10::DispatchKeySet wrapped({c10::DispatchKey::Python, c10::DispatchKey::PythonTLSSnapshot,
                                             c10::DispatchKey::Functionalize, c10::DispatchKey::FuncTorchBatched,
