@@ -107,6 +107,12 @@ void check_params(const MetricInfo& info, const ComparisonOptions& o, const char
 // square roots of the winners only.
 const char* squared_kernel(const std::string& kernel);
 
+// Whether no gradient (reverse or forward mode) can flow through t and no subsystem wraps it
+// (tracing, functionalization, functorch, lazy conjugation): the condition of the eager
+// no-grad fast paths (native preparation passes, internal views made below the autograd
+// layers; docs/contracts.md).
+bool untracked(const at::Tensor& t);
+
 std::string to_json(const MetricInfo& info);
 // Every row: all() then sequence_metrics().
 std::string catalog_json();

@@ -27,6 +27,16 @@ namespace tp::catalog {
 // tangent) on real CPU tensors; otherwise — and always under torch.compile/export
 // (fake/functional tensors) — the ATen compositions below, which autograd differentiates, are
 // used. Both give the same values up to rounding.
+bool untracked(const at::Tensor& t) {
+  static const c10::DispatchKeySet wrapped({c10::DispatchKey::Python, c10::DispatchKey::PythonTLSSnapshot,
+                                            c10::DispatchKey::Functionalize, c10::DispatchKey::FuncTorchBatched,
+                                            c10::DispatchKey::FuncTorchGradWrapper, c10::DispatchKey::Conjugate,
+                                            c10::DispatchKey::Negative});
+  if (t.key_set().has_any(wrapped)) return false;
+  if (c10::GradMode::is_enabled() && t.requires_grad()) return false;
+  return !t._fw_grad(/*level=*/0).defined();
+}
+
 namespace {
 // TP_CPU_STUB names the per-capability copies relative to the calling namespace.
 namespace isa_DEFAULT = cpu::isa_DEFAULT;
@@ -38,14 +48,7 @@ bool native_ready(const at::Tensor& t) {
   if (!t.device().is_cpu() || t.is_meta() || t.layout() != at::kStrided || !t.is_contiguous() || t.dim() != 3)
     return false;
   if (t.scalar_type() != at::kFloat && t.scalar_type() != at::kDouble) return false;
-  const c10::DispatchKeySet wrapped({c10::DispatchKey::Python, c10::DispatchKey::PythonTLSSnapshot,
-                                     c10::DispatchKey::Functionalize, c10::DispatchKey::FuncTorchBatched,
-                                     c10::DispatchKey::FuncTorchGradWrapper, c10::DispatchKey::Conjugate,
-                                     c10::DispatchKey::Negative});
-  if (t.key_set().has_any(wrapped)) return false;
-  if (c10::GradMode::is_enabled() && t.requires_grad()) return false;
-  if (t._fw_grad(/*level=*/0).defined()) return false;
-  return true;
+  return untracked(t);
 }
 
 // The centred operands and their squared norms of distance_family, natively (nullopt when

@@ -79,36 +79,21 @@ c10::SymInt product(const SymShape& s) {
   return p;
 }
 
-// Whether no gradient (reverse or forward mode) can flow through t and no subsystem wraps it
-// (tracing, functionalization, functorch, lazy conjugation): then a view of it that never
-// reaches the user as a view is made below the autograd layers: on a small eager call the
+// view(t) for an internal reshape that never reaches the user as a view: made below the
+// autograd layers where no gradient can flow (catalog::untracked). On a small eager call the
 // view tracking of the two operand views and the result view is a large share of the call
 // (docs/performance.md, "Fixed cost of a call").
-bool untracked(const at::Tensor& t) {
-  static const c10::DispatchKeySet wrapped({c10::DispatchKey::Python, c10::DispatchKey::PythonTLSSnapshot,
-                                            c10::DispatchKey::Functionalize, c10::DispatchKey::FuncTorchBatched,
-                                            c10::DispatchKey::FuncTorchGradWrapper, c10::DispatchKey::Conjugate,
-                                            c10::DispatchKey::Negative});
-  return !t.requires_grad() && !t.key_set().has_any(wrapped) && !t._fw_grad(/*level=*/0).defined();
-}
-
-// t[None] and t[0]: the unbatched case of to_flat and restore_shape.
-at::Tensor add_batch(const at::Tensor& t) {
-  if (!untracked(t)) return t.unsqueeze(0);
+template <class F>
+at::Tensor internal_view(const at::Tensor& t, const F& view) {
+  if (!catalog::untracked(t)) return view(t);
   at::AutoDispatchBelowADInplaceOrView below;
-  return t.unsqueeze(0);
-}
-
-at::Tensor drop_batch(const at::Tensor& t) {
-  if (!untracked(t)) return t.select(0, 0);
-  at::AutoDispatchBelowADInplaceOrView below;
-  return t.select(0, 0);
+  return view(t);
 }
 
 at::Tensor to_flat(const at::Tensor& t, const SymShape& batch, const c10::SymInt& B) {
   // Unbatched operands (the common case) become [1, rows, features] in one view op: the
   // general expand + reshape is three dispatcher calls, each a cache miss on a cold call.
-  if (batch.empty()) return add_batch(t);
+  if (batch.empty()) return internal_view(t, [](const at::Tensor& v) { return v.unsqueeze(0); });
   SymShape full = batch;
   full.push_back(t.sym_size(-2));
   full.push_back(t.sym_size(-1));
@@ -181,7 +166,8 @@ catalog::Prepared prepare(const char* op, const catalog::MetricInfo& info, Flat&
 // [B, ...] -> batch + tail, keeping the dtype (indices)
 at::Tensor restore_shape(const at::Tensor& out, const Flat& f, std::initializer_list<c10::SymInt> tail) {
   // Unbatched: [1, tail...] -> tail by one view op (see to_flat).
-  if (f.batch.empty() && out.dim() == static_cast<int64_t>(tail.size()) + 1) return drop_batch(out);
+  if (f.batch.empty() && out.dim() == static_cast<int64_t>(tail.size()) + 1)
+    return internal_view(out, [](const at::Tensor& v) { return v.select(0, 0); });
   SymShape shape = f.batch;
   for (const auto& s : tail) shape.push_back(s);
   return out.reshape_symint(shape);
