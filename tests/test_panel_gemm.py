@@ -99,8 +99,10 @@ def _capabilities():
 
 
 # min_work "0": every shape through PanelGemm (by default, sources below ~2M multiply-adds
-# call BLAS, and DEFAULT always does); max_packed "0": no column operand packed whole, each
-# tile of at least 64 rows packs its own column block (the path of operands past 256 MiB).
+# call BLAS, and DEFAULT always does; these runs also set TORCHPAIR_PANEL_GEMM=always, since
+# with MKL on an Intel CPU larger products go to BLAS); max_packed "0": no column operand
+# packed whole, each tile of at least 64 rows packs its own column block (the path of operands
+# past 256 MiB).
 FAST = [cap for cap in _capabilities() if cap != "DEFAULT"]
 RUNS = (
     [(cap, "default", "default") for cap in _capabilities()]
@@ -114,6 +116,7 @@ def test_products_within_the_dot_product_bound(capability, min_work, max_packed)
     env = dict(os.environ, ATEN_CPU_CAPABILITY=capability.lower())
     if min_work != "default":
         env["TORCHPAIR_PANEL_GEMM_MIN_WORK"] = min_work
+        env["TORCHPAIR_PANEL_GEMM"] = "always"
     if max_packed != "default":
         env["TORCHPAIR_PANEL_GEMM_MAX_PACKED_BYTES"] = max_packed
     out = subprocess.run([sys.executable, "-c", PRODUCT_CHECK], env=env, capture_output=True, text=True, timeout=300)

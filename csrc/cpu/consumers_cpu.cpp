@@ -283,6 +283,7 @@ template <typename T>
 struct TopkRow {
   struct Candidate {
     T v;
+    T key;  // the source's key where it selects (TileSource::select), else unused
     int64_t j;
   };
   Candidate* buf = nullptr;  // 2k slots
@@ -291,9 +292,9 @@ struct TopkRow {
   bool nan = false;     // a NaN was ever buffered
   Candidate bar{};
 
-  void push(const TopkOrder<T>& ord, T v, int64_t j) {
+  void push(const TopkOrder<T>& ord, T v, T key, int64_t j) {
     nan = nan || std::isnan(v);
-    buf[size++] = Candidate{v, j};
+    buf[size++] = Candidate{v, key, j};
     if (size == 2 * k) cut(ord);
   }
   // Keeps the k best; the k-th of them becomes the bar.
@@ -322,61 +323,86 @@ struct TopkRow {
   }
 };
 
+// The selections of one row block: scan() ranks a row's values of a column segment; as a
+// Selection it takes the segments a source's select() hands over, and keeps each row's bar
+// key for it.
+template <typename T>
+struct TopkRows final : engine::Selection<T> {
+  TopkOrder<T> ord;
+  std::vector<typename TopkRow<T>::Candidate> slots;
+  std::vector<TopkRow<T>> sel;
+  std::vector<T> bar_keys;
+
+  TopkRows(int64_t nr, int64_t k, const TopkOrder<T>& order)
+      : ord(order), slots(size_t(nr * 2 * k)), sel(nr), bar_keys(nr, std::numeric_limits<T>::quiet_NaN()) {
+    for (int64_t r = 0; r < nr; ++r) {
+      sel[r].buf = slots.data() + r * 2 * k;
+      sel[r].k = k;
+    }
+    this->bars = bar_keys.data();
+  }
+
+  void take(int64_t r, int64_t c0, int64_t nc, const T* values, const T* keys) override {
+    scan(r, values, keys, c0, nc);
+  }
+
+  // Row r's values t[c] (keys[c] where given) of columns c0 + c, c < nc, ascending columns.
+  void scan(int64_t r, const T* t, const T* keys, int64_t c0, int64_t nc) {
+    using V = Vec<T>;
+    constexpr int64_t L = V::size();
+    TopkRow<T>& h = sel[r];
+    auto push = [&](int64_t c) { h.push(ord, t[c], keys ? keys[c] : T(0), c0 + c); };
+    int64_t c = 0;
+    // Take every candidate until the first cut sets a bar, then only look closer at
+    // candidates that beat it: a vectorized comparison discards most of a tile.
+    for (; c < nc && !h.barred; ++c) push(c);
+    for (; c < nc; c += L) {
+      const int64_t count = std::min<int64_t>(L, nc - c);
+      const V vals = V::loadu(t + c, count);
+      // lanes that beat the bar (ties never do: their columns come later)
+      V pass;
+      if (std::isnan(h.bar.v)) {
+        pass = ord.nan_first ? V(T(0)) : (vals == vals);  // a NaN bar loses to every number
+      } else {
+        const V bar(h.bar.v);
+        pass = ord.largest ? vals > bar : vals < bar;
+        if (ord.nan_first) pass = pass | vals.isnan();
+      }
+      // bit i set: lane i passed. Most vectors of a tile have no lane that passes, so
+      // only the passing lanes are visited, lowest first.
+      uint64_t passed = ~uint64_t(unsigned(pass.zero_mask())) & ((uint64_t(1) << count) - 1);
+      for (; passed != 0; passed &= passed - 1) push(c + __builtin_ctzll(passed));
+    }
+    if (h.barred) bar_keys[r] = h.bar.key;
+  }
+};
+
 template <typename T>
 std::tuple<at::Tensor, at::Tensor> topk_impl(const Request& req, int64_t k, bool largest, bool nan_first) {
   const int64_t B = req.batch(), rows = req.rows();
   at::Tensor values = at::empty({B, rows, k}, req.value_options());
   at::Tensor indices = at::empty({B, rows, k}, req.value_options().dtype(at::kLong));
   if (values.numel() == 0) return {values, indices};
-  auto src = make_sources<T>(req, req.spec.transposed);
+  // The smallest values of a few per row: the source may skip what cannot enter
+  // (TileSource::select). A row's selection changes about k ln(cols / k) times; for larger k
+  // most tiles hold an entrant, and handing them over piecemeal costs more than ranking
+  // whole tiles (docs/performance.md).
+  const bool selects = !largest && k <= 16 && req.cols() >= 512 * k;
+  auto src = make_sources<T>(req, req.spec.transposed, selects);
   T* vo = values.data_ptr<T>();
   int64_t* io = indices.data_ptr<int64_t>();
   const TopkOrder<T> ord{largest, nan_first};
-  using Candidate = typename TopkRow<T>::Candidate;
   for_each_row_block<T>(src, [&](int64_t b, const TileSource<T>& s, int64_t r0, int64_t nr) {
-    using V = Vec<T>;
-    constexpr int64_t L = V::size();
     const int64_t ld = s.col_block();
     T* tile = scratch<T>(0, s.row_block() * ld);
-    std::vector<Candidate> slots(size_t(nr * 2 * k));
-    std::vector<TopkRow<T>> sel(nr);
-    for (int64_t r = 0; r < nr; ++r) {
-      sel[r].buf = slots.data() + r * 2 * k;
-      sel[r].k = k;
-    }
+    TopkRows<T> sel(nr, k, ord);
     for_each_col_block<T>(s, [&](int64_t c0, int64_t nc) {
+      if (selects && s.select(r0, nr, c0, nc, tile, ld, sel)) return;
       s.produce(r0, nr, c0, nc, tile, ld);
-      for (int64_t r = 0; r < nr; ++r) {
-        TopkRow<T>& h = sel[r];
-        const T* t = tile + r * ld;
-        int64_t c = 0;
-        // Take every candidate until the first cut sets a bar, then only look closer at
-        // candidates that beat it: a vectorized comparison discards most of a tile.
-        for (; c < nc && !h.barred; ++c) h.push(ord, t[c], c0 + c);
-        for (; c < nc; c += L) {
-          const int64_t count = std::min<int64_t>(L, nc - c);
-          const V vals = V::loadu(t + c, count);
-          // lanes that beat the bar (ties never do: their columns come later)
-          V pass;
-          if (std::isnan(h.bar.v)) {
-            pass = nan_first ? V(T(0)) : (vals == vals);  // a NaN bar loses to every number
-          } else {
-            const V bar(h.bar.v);
-            pass = largest ? vals > bar : vals < bar;
-            if (nan_first) pass = pass | vals.isnan();
-          }
-          // bit i set: lane i passed. Most vectors of a tile have no lane that passes, so
-          // only the passing lanes are visited, lowest first.
-          uint64_t passed = ~uint64_t(unsigned(pass.zero_mask())) & ((uint64_t(1) << count) - 1);
-          for (; passed != 0; passed &= passed - 1) {
-            const int64_t i = __builtin_ctzll(passed);
-            h.push(ord, t[c + i], c0 + c + i);
-          }
-        }
-      }
+      for (int64_t r = 0; r < nr; ++r) sel.scan(r, tile + r * ld, nullptr, c0, nc);
     });
     for (int64_t r = 0; r < nr; ++r) {
-      TopkRow<T>& h = sel[r];
+      TopkRow<T>& h = sel.sel[r];
       h.finish(ord);
       const int64_t base = (b * rows + r0 + r) * k;
       for (int64_t i = 0; i < h.size; ++i) {

@@ -3,8 +3,10 @@
 // inline namespace CPU_CAPABILITY, so each capability gets its own copy.
 //
 // Why our own product instead of BLAS: MKL chooses its kernels by CPU vendor and runs a
-// generic, slower path on non-Intel CPUs, where this tile is faster; on Intel CPUs the two
-// are at parity (both at the FMA peak). A is read in place (no packing): a register tile's
+// generic, slower path on non-Intel CPUs, where this tile is faster. On Intel CPUs MKL's
+// tuned kernels are faster for long rows (its deeper blocking of the feature axis), so
+// there those products go to BLAS unless the caller fuses work into the tile (suits()). A
+// is read in place (no packing): a register tile's
 // rows of one feature block stay in L1. With up to kBlock features one pass over a packed
 // panel is the whole product; longer rows are walked in feature blocks whose tiles add to
 // what the earlier blocks stored.
@@ -20,6 +22,10 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
 
 #include "engines/output_memory.h"
 
@@ -56,6 +62,15 @@ void pack_column_panels(const T* src, int64_t n, int64_t d, int64_t width, T* ds
   if (panels <= grain) return pack(0, panels);
   at::parallel_for(0, panels, grain, pack);
 }
+
+// What a register tile does with its sums once the last feature block is in: StoreSums
+// writes them to out. A finisher that filters (kFilters) first looks at them in registers:
+// rows(acc, r, c) returns a bit per tile row whose sums it wants; without any, nothing is
+// stored; else the tile is stored and take(rows, r, c, cols, out, ldo) gets the stored tile
+// (r, c: its offset in the product, out: its first value).
+struct StoreSums {
+  static constexpr bool kFilters = false;
+};
 
 template <typename T>
 class PanelGemm {
@@ -109,9 +124,38 @@ class PanelGemm {
     return value;
   }
 
-  // A product of this shape is worth the panel kernel (any_size: a single product).
-  static bool suits(int64_t rows, int64_t cols, int64_t k, bool any_size) {
-    return kAvailable && k >= 1 && (any_size || rows * cols * k >= min_work());
+  // Whether products of min_work() multiply-adds and more and at least kBlasFeatures
+  // features go to BLAS (when the caller fuses nothing into the tile): where BLAS is MKL on
+  // an Intel CPU. With fewer features, BLAS's per-call packing of short rows costs what its
+  // kernel saves. TORCHPAIR_PANEL_GEMM=always
+  // keeps them here on any CPU (the tests use it to cover this kernel), =blas sends them to
+  // BLAS on any CPU.
+  static bool blas_preferred() {
+    static const bool value = [] {
+      if (const char* env = std::getenv("TORCHPAIR_PANEL_GEMM")) {
+        if (std::strcmp(env, "always") == 0) return false;
+        if (std::strcmp(env, "blas") == 0) return true;
+      }
+      bool intel = false;
+#if defined(__x86_64__) || defined(__i386__)
+      unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+      // the vendor string is ebx, edx, ecx: "Genu" "ineI" "ntel"
+      if (__get_cpuid(0, &eax, &ebx, &ecx, &edx)) intel = ebx == 0x756e6547u && edx == 0x49656e69u && ecx == 0x6c65746eu;
+#endif
+      return intel && at::hasMKL();
+    }();
+    return value;
+  }
+
+  static constexpr int64_t kBlasFeatures = 128;
+
+  // A product of this shape is worth the panel kernel. Below min_work() only a single product
+  // (any_size) is; past it, any product unless BLAS is preferred here for its features and
+  // the caller fuses nothing into the register tile (fuses: a selection's filter).
+  static bool suits(int64_t rows, int64_t cols, int64_t k, bool any_size, bool fuses) {
+    if (!kAvailable || k < 1) return false;
+    if (rows * cols * k < min_work()) return any_size;
+    return fuses || k < kBlasFeatures || !blas_preferred();
   }
   // The column operand is packed once, whole (else per tile).
   static bool fits(int64_t cols, int64_t k) { return (cols + P) * k * int64_t(sizeof(T)) <= max_packed_bytes(); }
@@ -142,13 +186,20 @@ class PanelGemm {
   // is a multiple of P (tile sources hand out column blocks at multiples of their width).
   // Outside a parallel region the row blocks are spread over the intra-op threads.
   void run(const T* a, int64_t r0, int64_t nr, int64_t c0, int64_t nc, T* out, int64_t ldo) const {
-    TORCH_INTERNAL_ASSERT(c0 % P == 0 && c0 + nc <= n_);
-    multiply(packed_.data_ptr<T>() + c0 / P * k_ * P, k_, a, r0, nr, nc, out, ldo);
+    multiply(panels(c0, nc), k_, a, r0, nr, nc, out, ldo);
   }
 
-  // The same product against nc columns packed by pack() (panels: the first of them).
+  // The packed panels from column c0 on (c0 a multiple of P, as in run()).
+  const T* panels(int64_t c0, int64_t nc) const {
+    TORCH_INTERNAL_ASSERT(c0 % P == 0 && c0 + nc <= n_);
+    return packed_.data_ptr<T>() + c0 / P * k_ * P;
+  }
+
+  // The same product against nc columns packed by pack() (panels: the first of them), each
+  // register tile's sums finished by fin (StoreSums: written to out).
+  template <class Finish = StoreSums>
   static void multiply(const T* panels, int64_t k, const T* a, int64_t r0, int64_t nr, int64_t nc, T* out,
-                       int64_t ldo) {
+                       int64_t ldo, const Finish& fin = {}) {
     const int64_t kc = std::min(k, kBlock);
     // Panels of a column block stay in L2 while every row block of a thread walks them.
     const int64_t block = std::max<int64_t>(1, (192 * 1024) / (kc * P * int64_t(sizeof(T)))) * P;
@@ -161,13 +212,15 @@ class PanelGemm {
         const int64_t cb_end = std::min(nc, cb + block);
         for (int64_t k0 = 0; k0 < k; k0 += kc) {
           const int64_t kn = std::min(kc, k - k0);
+          const bool last = k0 + kn == k;
           for (int64_t i = i0; i < i1; ++i) {
             const int64_t r = i * kRows;
             const int64_t rows = std::min<int64_t>(kRows, nr - r);
             const T* ar = a + (r0 + r) * k + k0;
             for (int64_t c = cb; c < cb_end; c += P) {
               const T* panel = panels + c / P * k * P + k0 * P;
-              tile(rows, ar, panel, out + r * ldo + c, ldo, std::min<int64_t>(P, cb_end - c), k, kn, k0 > 0);
+              const Tile t{ar, panel, out + r * ldo + c, ldo, std::min<int64_t>(P, cb_end - c), k, kn, k0 > 0, r, c};
+              tile(rows, t, fin, last);
             }
           }
         }
@@ -176,21 +229,39 @@ class PanelGemm {
   }
 
  private:
-  static void tile(int64_t rows, const T* a, const T* panel, T* out, int64_t ldo, int64_t cols, int64_t k,
-                   int64_t kn, bool add) {
+  // One register tile's operands: a (rows x kn, row stride k) against panel (kn x P), cols
+  // of its P columns real; its sums go to out (row stride ldo), added to what out holds when
+  // add (a later feature block). r, c: the tile's offset in the product.
+  struct Tile {
+    const T* a;
+    const T* panel;
+    T* out;
+    int64_t ldo, cols, k, kn;
+    bool add;
+    int64_t r, c;
+  };
+
+  template <class Finish>
+  static void tile(int64_t rows, const Tile& t, const Finish& fin, bool last) {
     switch (rows) {
-      case 6: return tile<6>(a, panel, out, ldo, cols, k, kn, add);
-      case 5: return tile<5>(a, panel, out, ldo, cols, k, kn, add);
-      case 4: return tile<4>(a, panel, out, ldo, cols, k, kn, add);
-      case 3: return tile<3>(a, panel, out, ldo, cols, k, kn, add);
-      case 2: return tile<2>(a, panel, out, ldo, cols, k, kn, add);
-      default: return tile<1>(a, panel, out, ldo, cols, k, kn, add);
+      case 6: return tile<6>(t, fin, last);
+      case 5: return tile<5>(t, fin, last);
+      case 4: return tile<4>(t, fin, last);
+      case 3: return tile<3>(t, fin, last);
+      case 2: return tile<2>(t, fin, last);
+      default: return tile<1>(t, fin, last);
     }
   }
 
-  // out (R x cols) = (add ? out : 0) + a (R x kn, row stride k) . panel (kn x P)
-  template <int R>
-  static void tile(const T* a, const T* panel, T* out, int64_t ldo, int64_t cols, int64_t k, int64_t kn, bool add) {
+  // out (R x cols) = (add ? out : 0) + a (R x kn) . panel (kn x P); past the last feature
+  // block (last), fin decides whether the sums are stored (StoreSums: always).
+  template <int R, class Finish>
+  static void tile(const Tile& t, const Finish& fin, bool last) {
+    const T* a = t.a;
+    const T* panel = t.panel;
+    T* out = t.out;
+    const int64_t ldo = t.ldo, cols = t.cols, k = t.k, kn = t.kn;
+    const bool add = t.add;
     V acc[R][kVecs];
     alignas(64) T edge[R][P];  // the last panel of a row: only cols < P columns exist
     if (!add) {
@@ -224,6 +295,14 @@ class PanelGemm {
         for (int j = 0; j < kVecs; ++j) acc[r][j] = at::vec::fmadd(ar, b[j], acc[r][j]);
       }
     }
+    [[maybe_unused]] uint32_t wanted = (uint32_t(1) << R) - 1;
+    if constexpr (Finish::kFilters) {
+      // the last panel of a row (cols < P) has no side features past cols to filter with
+      if (last && cols == P) {
+        wanted = fin.template rows<R, kVecs>(acc, t.r, t.c);
+        if (wanted == 0) return;
+      }
+    }
     // Constant indices only (every loop unrolled): a runtime index into acc, or branches
     // between the stores, make the compiler keep the accumulators in memory.
     if (cols == P) {
@@ -231,13 +310,16 @@ class PanelGemm {
       for (int r = 0; r < R; ++r)
 #pragma GCC unroll 4
         for (int j = 0; j < kVecs; ++j) acc[r][j].store(out + r * ldo + j * L);
-      return;
-    }
+    } else {
 #pragma GCC unroll 6
-    for (int r = 0; r < R; ++r)
+      for (int r = 0; r < R; ++r)
 #pragma GCC unroll 4
-      for (int j = 0; j < kVecs; ++j) acc[r][j].store(&edge[r][j * L]);
-    for (int r = 0; r < R; ++r) std::copy(edge[r], edge[r] + cols, out + r * ldo);
+        for (int j = 0; j < kVecs; ++j) acc[r][j].store(&edge[r][j * L]);
+      for (int r = 0; r < R; ++r) std::copy(edge[r], edge[r] + cols, out + r * ldo);
+    }
+    if constexpr (Finish::kFilters) {
+      if (last) fin.take(wanted, R, t.r, t.c, cols, out, ldo);
+    }
   }
 
   int64_t n_ = 0, k_ = 0;

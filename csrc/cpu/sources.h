@@ -10,6 +10,7 @@
 #include <ATen/cpu/vec/vec.h>
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 
 #include "cpu/panel_gemm.h"
@@ -33,6 +34,7 @@ namespace tp::cpu {
 inline namespace CPU_CAPABILITY {
 
 using engine::Operands;
+using engine::Selection;
 using engine::SourceSpec;
 using engine::TileSource;
 using metrics::Scalars;
@@ -283,6 +285,56 @@ class ElementwiseSource final : public TileSource<T> {
 };
 
 // ------------------------------------------------------------------------------------
+// PanelGemm's finisher for a selection of the smallest d2 = max(a + b - 2g, 0): a register
+// tile's row is wanted when some column's a + b - 2g (computed as the epilogue computes it,
+// so at most d2) lies below the row's bar, or the bar is NaN (the row takes every
+// candidate); the wanted rows go to the source's take_rows. The same for every kernel, so
+// one copy per dtype. Tiles holding the diagonal of a symmetric call are always wanted (the
+// exact self-comparison is not what the product gives there).
+template <typename T>
+struct SmallestD2 {
+  static constexpr bool kFilters = true;
+  using Take = void (*)(const SmallestD2& fin, uint32_t rows, int64_t r, int64_t c, int64_t cols, T* out,
+                        int64_t ldo);
+  const T* a;     // side feature of the block's rows (a[r], r relative to the block)
+  const T* b;     // of its columns
+  const T* bars;  // Selection::bars
+  int64_t r0, c0;  // the block's first row and column
+  bool symmetric;
+  Take take_rows;
+  const void* source;
+  Selection<T>* sel;
+
+  template <int R, int NV>
+  uint32_t rows(const Vec<T> (&acc)[R][NV], int64_t r, int64_t c) const {
+    using V = Vec<T>;
+    constexpr int64_t L = V::size();
+    constexpr uint32_t all = (uint32_t(1) << R) - 1;
+    // global row r0 + r + i meets the diagonal at block column r + i + (r0 - c0)
+    const int64_t diagonal = r + r0 - c0;
+    if (symmetric && std::max(diagonal, c) < std::min(diagonal + R, c + NV * L)) return all;
+    V bv[NV];
+#pragma GCC unroll 4
+    for (int j = 0; j < NV; ++j) bv[j] = V::loadu(b + c + j * L);
+    const V two(T(2));
+    uint32_t wanted = 0;
+#pragma GCC unroll 6
+    for (int i = 0; i < R; ++i) {
+      const V ai(a[r + i]);
+      V low = at::vec::fnmadd(acc[i][0], two, ai + bv[0]);
+#pragma GCC unroll 4
+      for (int j = 1; j < NV; ++j) low = at::vec::clamp_max(at::vec::fnmadd(acc[i][j], two, ai + bv[j]), low);
+      // a lane not at or above the bar (below it, or the bar is NaN); the sums are finite
+      // (the source selects only with finite side features), so low is never NaN
+      wanted |= uint32_t((low >= V(bars[r + i])).zero_mask() != 0) << i;
+    }
+    return wanted;
+  }
+  void take(uint32_t rows, int /*R*/, int64_t r, int64_t c, int64_t cols, T* out, int64_t ldo) const {
+    take_rows(*this, rows, r, c, cols, out, ldo);
+  }
+};
+
 template <typename T, typename M>
 class InnerProductSource final : public TileSource<T> {
   using V = Vec<T>;
@@ -308,7 +360,8 @@ class InnerProductSource final : public TileSource<T> {
     // difference-based kernels up to 16 features, so there is nothing to gain, and BLAS's
     // rounding is what gives scipy's 0 at equal rows of mahalanobis' (always GEMM) form.
     const bool any_size = ops.batch == 1 && !M::kDistanceBased;
-    if (PanelGemm<T>::suits(this->rows_, this->cols_, ops.d, any_size)) {
+    const bool fuses = spec.selects && math::rises_with_d2<M>();
+    if (PanelGemm<T>::suits(this->rows_, this->cols_, ops.d, any_size, fuses)) {
       if (PanelGemm<T>::fits(this->cols_, ops.d))
         panels_ = PanelGemm<T>(colp_, this->cols_, ops.d);
       else {
@@ -318,6 +371,7 @@ class InnerProductSource final : public TileSource<T> {
         const int64_t threads = std::max<int64_t>(1, at::get_num_threads());
         this->row_block_ = std::max(kRowBlock, round_up((this->rows_ + threads - 1) / threads, kPackTileRows));
       }
+      if constexpr (math::rises_with_d2<M>()) selects_ = finite(rside_, this->rows_) && finite(cside_, this->cols_);
     }
   }
 
@@ -332,6 +386,23 @@ class InnerProductSource final : public TileSource<T> {
       epilogue<true>(r0, nr, c0, nc, out, ldo, s);
     else
       epilogue<false>(r0, nr, c0, nc, out, ldo, s);
+  }
+
+  // The register tile filters by d2 before the epilogue: only the rows of a tile that may
+  // hold a value below their bar get values (typically a few tiles per row, once the bars
+  // settle), and the product never leaves the registers for the rest.
+  bool select(int64_t r0, int64_t nr, int64_t c0, int64_t nc, T* scratch_tile, int64_t ld,
+              Selection<T>& sel) const override {
+    if constexpr (!PanelGemm<T>::kAvailable || !math::rises_with_d2<M>()) {
+      return false;
+    } else {
+      if (!selects_) return false;
+      const T* panels = column_panels(nr, c0, nc);
+      if (!panels) return false;
+      const SmallestD2<T> fin{rside_ + r0, cside_ + c0, sel.bars, r0, c0, symmetric_, &take_rows, this, &sel};
+      PanelGemm<T>::multiply(panels, this->dim_, rowp_, r0, nr, nc, scratch_tile, ld, fin);
+      return true;
+    }
   }
 
   // Recompute G by GEMM, turn it in place into H = gup * df/dg, then
@@ -381,19 +452,58 @@ class InnerProductSource final : public TileSource<T> {
   // out[r][c] = g = row(r0 + r) . col(c0 + c)
   void product(int64_t r0, int64_t nr, int64_t c0, int64_t nc, T* out, int64_t ldo) const {
     if constexpr (PanelGemm<T>::kAvailable) {
-      if (!panels_.empty()) return panels_.run(rowp_, r0, nr, c0, nc, out, ldo);
-      // An operand too large to pack whole: the tile packs its column block, as BLAS would,
-      // once its rows are many enough to pay for that copy.
-      if (pack_tiles_ && nr >= kPackTileRows) {
-        const int64_t d = this->dim_;
-        T* raw = scratch<T>(6, PanelGemm<T>::packed_size(nc, d) + 64 / int64_t(sizeof(T)));
-        T* panels = reinterpret_cast<T*>(round_up(reinterpret_cast<uintptr_t>(raw), 64));
-        PanelGemm<T>::pack(colp_ + c0 * d, nc, d, panels);
-        return PanelGemm<T>::multiply(panels, d, rowp_, r0, nr, nc, out, ldo);
-      }
+      if (const T* panels = column_panels(nr, c0, nc))
+        return PanelGemm<T>::multiply(panels, this->dim_, rowp_, r0, nr, nc, out, ldo);
     }
     const int64_t d = this->dim_;
     engine::gemm_nt<T>(nr, nc, d, T(1), rowp_ + r0 * d, d, colp_ + c0 * d, d, T(0), out, ldo);
+  }
+
+  // The packed panels of columns [c0, c0 + nc) for a block of nr rows, or null where the
+  // block's product goes to BLAS.
+  const T* column_panels(int64_t nr, int64_t c0, int64_t nc) const {
+    if (!panels_.empty()) return panels_.panels(c0, nc);
+    // An operand too large to pack whole: the tile packs its column block, as BLAS would,
+    // once its rows are many enough to pay for that copy.
+    if (!pack_tiles_ || nr < kPackTileRows) return nullptr;
+    const int64_t d = this->dim_;
+    T* raw = scratch<T>(6, PanelGemm<T>::packed_size(nc, d) + 64 / int64_t(sizeof(T)));
+    T* panels = reinterpret_cast<T*>(round_up(reinterpret_cast<uintptr_t>(raw), 64));
+    PanelGemm<T>::pack(colp_ + c0 * d, nc, d, panels);
+    return panels;
+  }
+
+  static bool finite(const T* v, int64_t n) {
+    bool ok = true;
+    for (int64_t i = 0; i < n; ++i) ok &= std::isfinite(v[i]);
+    return ok;
+  }
+
+  // SmallestD2's hand-over: the wanted rows of a stored tile (out: its first value, at block
+  // row r and column c) get keys (d2) and values (the epilogue, in place) and go to the
+  // selection.
+  static void take_rows(const SmallestD2<T>& fin, uint32_t rows, int64_t r, int64_t c, int64_t cols, T* out,
+                        int64_t ldo) {
+    const auto& src = *static_cast<const InnerProductSource*>(fin.source);
+    T* keys = scratch<T>(2, round_up(cols, L));
+    const Scalars s = src.s_;
+    const int64_t c0 = fin.c0 + c;
+    const T* b = src.cside_ + c0;
+    for (; rows != 0; rows &= rows - 1) {
+      const int i = __builtin_ctz(rows);
+      T* o = out + i * ldo;
+      const int64_t row = fin.r0 + r + i;
+      const V a(src.rside_[row]);
+      for (int64_t j = 0; j < cols; j += L) {
+        const int64_t count = std::min<int64_t>(L, cols - j);
+        squared_distance(V::loadu(o + j, count), a, V::loadu(b + j, count)).store(keys + j, count);
+      }
+      if (src.transposed_)
+        src.template epilogue<true>(row, 1, c0, cols, o, ldo, s);
+      else
+        src.template epilogue<false>(row, 1, c0, cols, o, ldo, s);
+      fin.sel->take(r + i, c0, cols, o, keys);
+    }
   }
 
   // The GEMM tile out[r][c] = g becomes the kernel's value in place.
@@ -452,6 +562,7 @@ class InnerProductSource final : public TileSource<T> {
   static constexpr int64_t kPackTileRows = 64;
   PanelGemm<T> panels_;  // the column operand packed for product(); empty: per tile or BLAS
   bool pack_tiles_ = false;  // product() packs each tile's column block
+  bool selects_ = false;     // select() filters by d2 (rises_with_d2, finite side features)
   std::vector<double> scalars_;
   Scalars s_;
   bool transposed_ = false, symmetric_ = false;

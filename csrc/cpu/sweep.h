@@ -60,9 +60,10 @@ void parallel_units(int64_t units, double work, const F& f) {
 template <typename T>
 class Sources {
  public:
-  Sources(const Request& req, bool transposed) : req_(req), batch_(req.x.size(0)) {
+  Sources(const Request& req, bool transposed, bool selects = false) : req_(req), batch_(req.x.size(0)) {
     spec_ = req.spec;
     spec_.transposed = transposed;
+    spec_.selects = selects;
     if (batch_ == 0) return;
     lazy_ = batch_ >= 2 * int64_t(at::get_num_threads()) && batch_ > 1;
     if (lazy_) {
@@ -121,8 +122,8 @@ class Sources {
 };
 
 template <typename T>
-Sources<T> make_sources(const Request& req, bool transposed) {
-  return Sources<T>(req, transposed);
+Sources<T> make_sources(const Request& req, bool transposed, bool selects = false) {
+  return Sources<T>(req, transposed, selects);
 }
 
 // The work of a walk over every pair of these sources' operators.

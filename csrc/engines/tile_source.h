@@ -36,6 +36,21 @@ struct SourceSpec {
   std::vector<double> scalars;
   bool symmetric = false;  // y is x: the diagonal holds exact self-comparisons
   bool transposed = false;    // rows come from y, columns from x (the operator K^T)
+  bool selects = false;       // the consumer offers its tiles to select() first
+};
+
+// The consumer's side of a selection of each row's smallest values (TileSource::select).
+// bars[r] (r relative to the block's first row) is the key a candidate of row r must fall
+// below to enter the row's selection: the key of the candidate the consumer would now let a
+// new one displace, or NaN while the row takes every candidate.
+template <typename T>
+struct Selection {
+  const T* bars = nullptr;
+  // Row r's values (and keys) of columns [c0, c0 + nc): the consumer ranks them by value.
+  virtual void take(int64_t r, int64_t c0, int64_t nc, const T* values, const T* keys) = 0;
+
+ protected:
+  ~Selection() = default;
 };
 
 template <typename T>
@@ -66,6 +81,18 @@ class TileSource {
   //   values[r * ldv + c] = K(r0 + r, c0 + c)
   virtual void vjp(int64_t r0, int64_t nr, int64_t c0, int64_t nc, const T* gup, int64_t ldg, T* drow, T* rside,
                    T* dcol, T* cside, T* values, int64_t ldv) const = 0;
+
+  // A selection of the smallest values that skips what cannot enter it: for the block
+  // [r0, r0 + nr) x [c0, c0 + nc), calls sel.take(r, ...) for row segments that may hold a
+  // value below the row's bar, with every value a take() sees exact (as produce() writes it)
+  // and keyed by a quantity the value never falls with (a candidate whose key is not below
+  // bars[r] cannot rank before the bar). Segments it does not hand over hold no such value.
+  // Returns false where the source has no cheaper way than produce() (the consumer then
+  // produces the block and ranks it); scratch holds row_block() x col_block() values.
+  virtual bool select(int64_t /*r0*/, int64_t /*nr*/, int64_t /*c0*/, int64_t /*nc*/, T* /*scratch*/,
+                      int64_t /*ld*/, Selection<T>& /*sel*/) const {
+    return false;
+  }
 
  protected:
   int64_t rows_ = 0, cols_ = 0, dim_ = 0, col_block_ = 256, row_block_ = 64;

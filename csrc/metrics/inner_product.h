@@ -15,7 +15,7 @@ using math::operator/;
 
 struct SqEuclideanGemm {
   static constexpr int kScalars = 0;
-  static constexpr bool kDistanceBased = true, kSingularAtZero = false;
+  static constexpr bool kDistanceBased = true, kSingularAtZero = false, kRisesWithD2 = true;
   template <class V> TP_HOST_DEVICE static V h(const V& d2, const Scalars&) { return d2; }
   template <class V> TP_HOST_DEVICE static V dh(const V& d2, const V&, const Scalars&) { return math::full_like(d2, 1.0); }
 };
@@ -24,7 +24,7 @@ struct SqEuclideanGemm {
 // floor (kSingularAtZero), where the computed d2 is noise.
 struct EuclideanGemm {
   static constexpr int kScalars = 0;
-  static constexpr bool kDistanceBased = true, kSingularAtZero = true;
+  static constexpr bool kDistanceBased = true, kSingularAtZero = true, kRisesWithD2 = true;
   template <class V> TP_HOST_DEVICE static V h(const V& d2, const Scalars&) { return math::sqrt(d2); }
   template <class V> TP_HOST_DEVICE static V dh(const V& d2, const V& value, const Scalars&) {
     return math::select(math::is_zero(value), math::full_like(d2, 0.0), math::full_like(d2, 0.5) / value);

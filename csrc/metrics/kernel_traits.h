@@ -30,6 +30,10 @@
 //     template <class V> static V value(const V& g, const V& a, const V& b, const Scalars&);
 //     template <class V> static void grad(const V& g, const V& a, const V& b, const V& value,
 //                                         V& fg, V& fa, V& fb, const Scalars&);
+// A distance-based kernel whose h never falls as d2 grows (h(p) <= h(q) for p <= q) says so
+//     static constexpr bool kRisesWithD2 = true;
+// so a selection of its smallest values can skip a tile by comparing d2 alone, before h
+// (rises_with_d2 in metrics/math.h; InnerProductSource::select).
 // Exact self-comparisons (the diagonal of a symmetric call, the paired rows marked self)
 // take a fixed value with gradient 0: h(0) for distance-based kernels; a value kernel opts in
 // with (see fixes_self / self_value in metrics/math.h)

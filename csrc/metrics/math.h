@@ -161,6 +161,19 @@ template <class M>
 TP_HOST_DEVICE constexpr bool plain_product() {
   return declares_plain_product<M>::value;
 }
+// Whether distance-based kernel M's value never falls as d2 grows (kRisesWithD2,
+// kernel_traits.h): the smallest values are then those of the smallest d2.
+template <class M, class = void>
+struct declares_rises_with_d2 : std::false_type {};
+template <class M>
+struct declares_rises_with_d2<M, std::void_t<decltype(M::kRisesWithD2)>> : std::bool_constant<M::kRisesWithD2> {};
+template <class M>
+TP_HOST_DEVICE constexpr bool rises_with_d2() {
+  if constexpr (M::kDistanceBased)
+    return declares_rises_with_d2<M>::value;
+  else
+    return false;
+}
 template <class M, class V, class S>
 TP_HOST_DEVICE inline V self_value(const V& like, const S& s) {
   if constexpr (M::kDistanceBased)
