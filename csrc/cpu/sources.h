@@ -285,6 +285,19 @@ class ElementwiseSource final : public TileSource<T> {
 };
 
 // ------------------------------------------------------------------------------------
+// a + b - 2g, one fused multiply-add: the GEMM form of the squared distance, which rounding
+// can push below zero.
+template <typename T>
+inline Vec<T> raw_squared_distance(const Vec<T>& g, const Vec<T>& a, const Vec<T>& b) {
+  return at::vec::fnmadd(g, Vec<T>(T(2)), a + b);
+}
+// d2 = max(raw, 0); clamp_min (vmaxps with the value second) passes NaN on in one
+// instruction where at::vec::maximum needs three.
+template <typename T>
+inline Vec<T> squared_distance(const Vec<T>& g, const Vec<T>& a, const Vec<T>& b) {
+  return at::vec::clamp_min(raw_squared_distance(g, a, b), Vec<T>(T(0)));
+}
+
 // PanelGemm's finisher for a selection of the smallest d2 = max(a + b - 2g, 0): a register
 // tile's row is wanted when some column's a + b - 2g (computed as the epilogue computes it,
 // so at most d2) lies below the row's bar, or the bar is NaN (the row takes every
@@ -316,14 +329,13 @@ struct SmallestD2 {
     V bv[NV];
 #pragma GCC unroll 4
     for (int j = 0; j < NV; ++j) bv[j] = V::loadu(b + c + j * L);
-    const V two(T(2));
     uint32_t wanted = 0;
 #pragma GCC unroll 6
     for (int i = 0; i < R; ++i) {
       const V ai(a[r + i]);
-      V low = at::vec::fnmadd(acc[i][0], two, ai + bv[0]);
+      V low = raw_squared_distance(acc[i][0], ai, bv[0]);
 #pragma GCC unroll 4
-      for (int j = 1; j < NV; ++j) low = at::vec::clamp_max(at::vec::fnmadd(acc[i][j], two, ai + bv[j]), low);
+      for (int j = 1; j < NV; ++j) low = at::vec::clamp_max(raw_squared_distance(acc[i][j], ai, bv[j]), low);
       // a lane not at or above the bar (below it, or the bar is NaN); the sums are finite
       // (the source selects only with finite side features), so low is never NaN
       wanted |= uint32_t((low >= V(bars[r + i])).zero_mask() != 0) << i;
@@ -526,17 +538,6 @@ class InnerProductSource final : public TileSource<T> {
         if (symmetric_ && diag >= 0 && diag < nc) o[diag] = math::self_value<M>(T(0), s);
       }
     }
-  }
-
-  // a + b - 2g, one fused multiply-add: the GEMM form of the squared distance, which rounding
-  // can push below zero.
-  static inline V raw_squared_distance(const V& g, const V& a, const V& b) {
-    return at::vec::fnmadd(g, V(T(2)), a + b);
-  }
-  // d2 = max(raw, 0); clamp_min (vmaxps with the value second) passes NaN on in one
-  // instruction where at::vec::maximum needs three.
-  static inline V squared_distance(const V& g, const V& a, const V& b) {
-    return at::vec::clamp_min(raw_squared_distance(g, a, b), V(T(0)));
   }
 
   template <bool Flipped>
