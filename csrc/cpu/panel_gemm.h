@@ -318,7 +318,7 @@ class PanelGemm {
       for (int r = 0; r < R; ++r) std::copy(edge[r], edge[r] + cols, out + r * ldo);
     }
     if constexpr (Finish::kFilters) {
-      if (last) fin.take(wanted, R, t.r, t.c, cols, out, ldo);
+      if (last) fin.take(wanted, t.r, t.c, cols, out, ldo);
     }
   }
 

@@ -342,7 +342,7 @@ struct SmallestD2 {
     }
     return wanted;
   }
-  void take(uint32_t rows, int /*R*/, int64_t r, int64_t c, int64_t cols, T* out, int64_t ldo) const {
+  void take(uint32_t rows, int64_t r, int64_t c, int64_t cols, T* out, int64_t ldo) const {
     take_rows(*this, rows, r, c, cols, out, ldo);
   }
 };
