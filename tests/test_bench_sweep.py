@@ -45,6 +45,23 @@ def test_failing_peer_is_reported_not_hidden():
     assert any("broken failed: RuntimeError: no such thing" in n for n in out.notes)
 
 
+def test_a_drifting_machine_slows_every_implementation_alike():
+    # every call sleeps longer than the one before, as on a machine slowing down over the row:
+    # timed one implementation after the other, the second would look ~2x slower than the first
+    calls = []
+
+    def drifting(name):
+        def fn():
+            calls.append(name)
+            time.sleep(0.004 * (1 + len(calls) / 5))
+        return fn
+    row = sweep.Row("dense", "synthetic", drifting("ours"), [sweep.Peer("same", lambda: drifting("peer"))])
+    out = sweep.run_row(row, budget_s=0.05)
+    assert 0.75 < out.ratio < 1.33, (out.ratio, calls)
+    # the rounds interleave: the peer's timed calls are not all after torchpair's
+    assert calls.index("peer") < len(calls) - 1 - calls[::-1].index("ours")
+
+
 def test_markdown_worst_ratio_and_plot(tmp_path):
     results = {"outcomes": [sweep.Outcome("dense", "a", 0.010, "peer1", 0.020),
                             sweep.Outcome("dense", "b", 0.010, "peer2", 0.008, notes=["x: skipped"]),

@@ -1,8 +1,9 @@
 """The shape sweep: torchpair against the best installed peer on every shape of the sweep.
 
 Each row is one shape. Every implementation of that shape (torchpair and each installed peer)
-is timed in the same process, one after another: one warm-up call (not timed), then a median
-of repeats sized to a time budget. The row reports torchpair's median, the fastest peer and
+is timed in the same process: each gets one warm-up call (not timed), then repeats sized to a
+time budget, run in interleaved rounds so that a slow phase of the machine falls on every
+implementation alike; each reports its median. The row reports torchpair's median, the fastest peer and
 its median, and ratio = peer / torchpair (above 1: torchpair is faster). The last line is the
 worst ratio of the run.
 
@@ -98,11 +99,7 @@ def measure(fn, budget_s: float, max_repeat: int | None = None, min_repeat: int 
     first = _time_call(fn)  # warm-up: one-time costs (imports, compilation, allocator growth)
     second = _time_call(fn)
     times = [second]
-    if max_repeat is None:
-        max_repeat = 7 if second >= 1e-3 else 101
-    want = max(1, min(max_repeat, int(budget_s / max(second, 1e-6))))
-    if second < budget_s / min_repeat:
-        want = max(want, min_repeat)
+    want = _want(second, budget_s, max_repeat, min_repeat)
     while len(times) < want:
         times.append(_time_call(fn))
     del first
@@ -119,12 +116,53 @@ def _fmt_s(s: float | None) -> str:
     return f"{s * 1e6:.3g} µs"
 
 
+def _want(second: float, budget_s: float, max_repeat: int | None = None, min_repeat: int = 3) -> int:
+    """How many timed calls fit budget_s, from one timed call (the rule of `measure`)."""
+    if max_repeat is None:
+        max_repeat = 7 if second >= 1e-3 else 101
+    want = max(1, min(max_repeat, int(budget_s / max(second, 1e-6))))
+    if second < budget_s / min_repeat:
+        want = max(want, min_repeat)
+    return want
+
+
+def measure_together(fns: dict, budgets: dict) -> tuple[dict, dict]:
+    """Time several implementations of one shape in interleaved rounds: ({name: median
+    seconds}, {name: error}). Each gets its warm-up and the number of repeats `measure` would
+    give it, spread over up to 7 rounds (one that gets fewer calls runs in the first rounds
+    only); every round runs each implementation's share in turn, the order reversed every other
+    round. A machine whose speed drifts over seconds (another
+    tenant, the clock) then slows every implementation of the row alike, where timing them one
+    after another let a slow phase land on one side only."""
+    gc.collect()
+    times, wants, errors = {}, {}, {}
+    for name, fn in fns.items():
+        try:
+            _time_call(fn)  # warm-up: one-time costs (imports, compilation, allocator growth)
+            second = _time_call(fn)
+        except Exception as exc:  # noqa: BLE001 - reported by the caller
+            errors[name] = exc
+            continue
+        times[name], wants[name] = [second], _want(second, budgets[name])
+    rounds = min(7, max(wants.values(), default=1))
+    order = list(times)
+    for r in range(rounds):
+        for name in (order if r % 2 == 0 else order[::-1]):
+            if name in errors:
+                continue
+            share = -(-wants[name] * (r + 1) // rounds)  # ceil: the last round reaches want
+            try:
+                while len(times[name]) < share:
+                    times[name].append(_time_call(fns[name]))
+            except Exception as exc:  # noqa: BLE001
+                errors[name] = exc
+    return {n: statistics.median(t) for n, t in times.items() if n not in errors}, errors
+
+
 def run_row(row: Row, budget_s: float, log=None) -> Outcome:
     out = Outcome(row.part, row.case, None, bound_s=row.bound_s, bound_kind=row.bound_kind)
-    try:
-        out.ours_s, _ = measure(row.ours, budget_s)
-    except Exception as exc:  # noqa: BLE001 - reported in the table, never hidden
-        out.notes.append(f"torchpair failed: {type(exc).__name__}: {exc}"[:160])
+    ours = "torchpair"
+    fns, budgets = {ours: row.ours}, {ours: budget_s}
     for p in row.peers:
         if p.make is None:
             out.notes.append(p.name if p.name.endswith(" only)") else f"{p.name}: not installed")
@@ -141,17 +179,26 @@ def run_row(row: Row, budget_s: float, log=None) -> Outcome:
             out.notes.append(note)
             continue
         try:
-            fn = p.make()
-            s, _ = measure(fn, budget_s * (0.5 if p.max_work is not None else 1.0))
+            fns[p.name] = p.make()
         except ImportError:
             out.notes.append(f"{p.name}: not installed")
             continue
         except Exception as exc:  # noqa: BLE001
             out.notes.append(f"{p.name} failed: {type(exc).__name__}: {exc}"[:160])
             continue
-        out.others[p.name] = s
+        budgets[p.name] = budget_s * (0.5 if p.max_work is not None else 1.0)
+    medians, errors = measure_together(fns, budgets)
+    del fns
+    for name, exc in errors.items():
+        if isinstance(exc, ImportError) and name != ours:
+            out.notes.append(f"{name}: not installed")
+        else:
+            out.notes.append(f"{name} failed: {type(exc).__name__}: {exc}"[:160])
+    out.ours_s = medians.pop(ours, None)
+    for name, s in medians.items():
+        out.others[name] = s
         if out.best_s is None or s < out.best_s:
-            out.best, out.best_s = p.name, s
+            out.best, out.best_s = name, s
     if log:
         r = out.ratio
         log(f"{row.part:8} {row.case:44} tp {_fmt_s(out.ours_s):>9}  best {out.best or '-'} "
@@ -704,8 +751,8 @@ def markdown(results: dict) -> str:
     lines = ["# torchpair shape sweep", "",
              f"- date: {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M UTC}",
              f"- machine: {_machine()}; torchpair {tp.__version__}",
-             "- each row: one warm-up call, then the median of repeats; ratio = best peer / torchpair "
-             "(above 1: torchpair is faster)."]
+             "- each row: one warm-up call each, then the median of repeats run in interleaved rounds "
+             "(torchpair and its peers in turn); ratio = best peer / torchpair (above 1: torchpair is faster)."]
     roof = results.get("roofline")
     if roof:
         lines.append(f"- roofline of this machine: GEMM {roof['gemm_f32_gflops']:.0f} GFLOP/s float32, "
