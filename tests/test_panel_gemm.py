@@ -88,6 +88,21 @@ PRODUCT_CHECK = textwrap.dedent("""
     want = -2 * 0.05 * (kw.sum(1)[:, None] * xd - kw @ yd)
     assert np.allclose(x.grad.numpy(), want, rtol=1e-10, atol=1e-12), float(np.abs(x.grad.numpy() - want).max())
 
+    # dense results of more than one row block whose products go to BLAS (long rows with MKL
+    # on Intel, or TORCHPAIR_PANEL_GEMM=blas): one product for the whole result, then the
+    # epilogue tile by tile (InnerProductSource::product_all); scipy in float64 as the oracle
+    from scipy.spatial.distance import cdist
+    for dtype, tol in ((torch.float64, 1e-12), (torch.float32, 1e-4)):
+        x, y = operands((300, 140), (530, 140), dtype)
+        xd, yd = x.double().numpy(), y.double().numpy()
+        for metric in ("sqeuclidean", "euclidean", "cosine"):
+            got, want = tp.pairwise(x, y, metric).double().numpy(), cdist(xd, yd, metric)
+            assert np.allclose(got, want, rtol=tol, atol=tol * want.max()), (metric, dtype, np.abs(got - want).max())
+        # y=None: the diagonal is exactly 0, the rest as scipy
+        own = tp.pairwise(x, None, "euclidean")
+        assert (torch.diagonal(own) == 0).all()
+        assert np.allclose(own.double().numpy(), cdist(xd, xd), rtol=tol, atol=tol * 20)
+
     print("max-bound", worst, torch.backends.cpu.get_cpu_capability())
 """)
 
@@ -98,25 +113,29 @@ def _capabilities():
     return order[: order.index(best) + 1] if best in order else ["DEFAULT"]
 
 
-# min_work "0": every shape through PanelGemm (by default, sources below ~2M multiply-adds
+# route "panels": every shape through PanelGemm (by default, sources below ~2M multiply-adds
 # call BLAS, and DEFAULT always does; these runs also set TORCHPAIR_PANEL_GEMM=always, since
-# with MKL on an Intel CPU larger products go to BLAS); max_packed "0": no column operand
-# packed whole, each tile of at least 64 rows packs its own column block (the path of operands
-# past 256 MiB).
+# with MKL on an Intel CPU larger products go to BLAS); "blas": every product of 2M
+# multiply-adds and 128 features or more through BLAS, as with MKL on an Intel CPU; max_packed "0": no column
+# operand packed whole, each tile of at least 64 rows packs its own column block (the path of
+# operands past 256 MiB).
 FAST = [cap for cap in _capabilities() if cap != "DEFAULT"]
 RUNS = (
     [(cap, "default", "default") for cap in _capabilities()]
-    + [(cap, "0", "default") for cap in FAST]
-    + [(cap, "0", "0") for cap in FAST]
+    + [(cap, "panels", "default") for cap in FAST]
+    + [(cap, "panels", "0") for cap in FAST]
+    + [(cap, "blas", "default") for cap in FAST[-1:]]
 )
 
 
-@pytest.mark.parametrize("capability,min_work,max_packed", RUNS)
-def test_products_within_the_dot_product_bound(capability, min_work, max_packed):
+@pytest.mark.parametrize("capability,route,max_packed", RUNS)
+def test_products_within_the_dot_product_bound(capability, route, max_packed):
     env = dict(os.environ, ATEN_CPU_CAPABILITY=capability.lower())
-    if min_work != "default":
-        env["TORCHPAIR_PANEL_GEMM_MIN_WORK"] = min_work
+    if route == "panels":
+        env["TORCHPAIR_PANEL_GEMM_MIN_WORK"] = "0"
         env["TORCHPAIR_PANEL_GEMM"] = "always"
+    elif route == "blas":
+        env["TORCHPAIR_PANEL_GEMM"] = "blas"
     if max_packed != "default":
         env["TORCHPAIR_PANEL_GEMM_MAX_PACKED_BYTES"] = max_packed
     out = subprocess.run([sys.executable, "-c", PRODUCT_CHECK], env=env, capture_output=True, text=True, timeout=300)

@@ -33,11 +33,14 @@ at::Tensor dense_impl(const Request& req) {
   if (out.numel() == 0) return out;
   auto src = make_sources<T>(req, req.spec.transposed);
   T* o = out.data_ptr<T>();
-  if (src.first().is_plain_product() && B == 1) {
-    // linear: K = X Y^T is one GEMM, produced by one call outside our parallel region so it
-    // spreads over every thread itself (PanelGemm's row blocks, or MKL's own team), with no
-    // per-tile setup. Batches take the tiles below, which spread over batches as well.
-    src.first().produce(0, rows, 0, cols, o, cols);
+  // One product outside our parallel region spreads over every thread itself (PanelGemm's
+  // row blocks, or MKL's own team); batches take the tiles below, which spread over batches
+  // as well.
+  if (B == 1 && src.first().product_all(o, cols)) {
+    if (!src.first().is_plain_product())
+      for_each_tile<T>(src, [&](int64_t, const TileSource<T>& s, int64_t r0, int64_t nr, int64_t c0, int64_t nc) {
+        s.finish(r0, nr, c0, nc, o + r0 * cols + c0, cols);
+      });
     return out;
   }
   for_each_tile<T>(src, [&](int64_t b, const TileSource<T>& s, int64_t r0, int64_t nr, int64_t c0, int64_t nc) {

@@ -392,6 +392,26 @@ class InnerProductSource final : public TileSource<T> {
 
   void produce(int64_t r0, int64_t nr, int64_t c0, int64_t nc, T* out, int64_t ldo) const override {
     product(r0, nr, c0, nc, out, ldo);
+    finish(r0, nr, c0, nc, out, ldo);
+  }
+
+  // The plain product at any size. With an epilogue, only where the tiles would each call
+  // BLAS, unless one row block spans several column blocks. With more row blocks, every
+  // call packs its column block again (and allocates its buffers), which costs more than the
+  // extra pass over the output; a single tile would run on one thread, where BLAS's own
+  // threads share one call. Across the column blocks of one row block each is packed once
+  // and the tiles' epilogue runs in cache. PanelGemm's tiles turn their sums into values
+  // while they are in registers.
+  bool product_all(T* out, int64_t ldo) const override {
+    if constexpr (!math::plain_product<M>()) {
+      if (!panels_.empty() || pack_tiles_) return false;
+      if (this->rows_ <= this->row_block_ && this->cols_ > this->col_block_) return false;
+    }
+    product(0, this->rows_, 0, this->cols_, out, ldo);
+    return true;
+  }
+
+  void finish(int64_t r0, int64_t nr, int64_t c0, int64_t nc, T* out, int64_t ldo) const override {
     if constexpr (math::plain_product<M>()) return;
     const Scalars s = s_;  // a local copy stays in registers (see Scalars)
     if (transposed_)

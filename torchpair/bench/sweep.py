@@ -126,14 +126,21 @@ def _want(second: float, budget_s: float, max_repeat: int | None = None, min_rep
     return want
 
 
+#: interleaved rounds per row, and the pause before an implementation takes over from another
+ROUNDS, SWITCH_PAUSE_S = 4, 0.01
+
+
 def measure_together(fns: dict, budgets: dict) -> tuple[dict, dict]:
     """Time several implementations of one shape in interleaved rounds: ({name: median
     seconds}, {name: error}). Each gets its warm-up and the number of repeats `measure` would
-    give it, spread over up to 7 rounds (one that gets fewer calls runs in the first rounds
+    give it, spread over up to ROUNDS rounds (one that gets fewer calls runs in the first rounds
     only); every round runs each implementation's share in turn, the order reversed every other
-    round. A machine whose speed drifts over seconds (another
-    tenant, the clock) then slows every implementation of the row alike, where timing them one
-    after another let a slow phase land on one side only."""
+    round. A machine whose speed drifts over seconds (another tenant, the clock) then slows
+    every implementation of the row alike, where timing them one after another let a slow phase
+    land on one side only. Where one implementation takes over from another, a pause and one
+    untimed call come first: the other library's threads may still be spinning for work (BLAS
+    and OpenMP pools poll for a while after a call) and its data holds the caches, costs a
+    user's loop over one library never pays."""
     gc.collect()
     times, wants, errors = {}, {}, {}
     for name, fn in fns.items():
@@ -144,14 +151,18 @@ def measure_together(fns: dict, budgets: dict) -> tuple[dict, dict]:
             errors[name] = exc
             continue
         times[name], wants[name] = [second], _want(second, budgets[name])
-    rounds = min(7, max(wants.values(), default=1))
-    order = list(times)
+    rounds = min(ROUNDS, max(wants.values(), default=1))
+    order, last = list(times), None if len(times) != 1 else next(iter(times))
     for r in range(rounds):
         for name in (order if r % 2 == 0 else order[::-1]):
-            if name in errors:
-                continue
             share = -(-wants[name] * (r + 1) // rounds)  # ceil: the last round reaches want
+            if name in errors or len(times[name]) >= share:
+                continue
             try:
+                if name != last:
+                    time.sleep(SWITCH_PAUSE_S)
+                    fns[name]()
+                    last = name
                 while len(times[name]) < share:
                     times[name].append(_time_call(fns[name]))
             except Exception as exc:  # noqa: BLE001
