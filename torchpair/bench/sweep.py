@@ -126,8 +126,10 @@ def _want(second: float, budget_s: float, max_repeat: int | None = None, min_rep
     return want
 
 
-#: interleaved rounds per row, and the pause before an implementation takes over from another
-ROUNDS, SWITCH_PAUSE_S = 4, 0.01
+#: interleaved rounds per row, and the pause before an implementation takes over from another:
+#: longer than OpenBLAS's threads keep polling for work after a call (2^28 cycles by default;
+#: numpy's BLAS, under scikit-learn), which stalls the next call of an OpenMP library
+ROUNDS, SWITCH_PAUSE_S = 3, 0.12
 
 
 def measure_together(fns: dict, budgets: dict) -> tuple[dict, dict]:
@@ -137,14 +139,15 @@ def measure_together(fns: dict, budgets: dict) -> tuple[dict, dict]:
     only); every round runs each implementation's share in turn, the order reversed every other
     round. A machine whose speed drifts over seconds (another tenant, the clock) then slows
     every implementation of the row alike, where timing them one after another let a slow phase
-    land on one side only. Where one implementation takes over from another, a pause and one
-    untimed call come first: the other library's threads may still be spinning for work (BLAS
-    and OpenMP pools poll for a while after a call) and its data holds the caches, costs a
-    user's loop over one library never pays."""
+    land on one side only. Where one implementation takes over from another (its warm-up
+    included), a pause and one untimed call come first: the other library's threads may still
+    be polling for work (BLAS and OpenMP pools do for a while after a call) and its data holds
+    the caches, costs a user's loop over one library never pays."""
     gc.collect()
     times, wants, errors = {}, {}, {}
     for name, fn in fns.items():
         try:
+            time.sleep(SWITCH_PAUSE_S)
             _time_call(fn)  # warm-up: one-time costs (imports, compilation, allocator growth)
             second = _time_call(fn)
         except Exception as exc:  # noqa: BLE001 - reported by the caller
@@ -152,7 +155,7 @@ def measure_together(fns: dict, budgets: dict) -> tuple[dict, dict]:
             continue
         times[name], wants[name] = [second], _want(second, budgets[name])
     rounds = min(ROUNDS, max(wants.values(), default=1))
-    order, last = list(times), None if len(times) != 1 else next(iter(times))
+    order, last = list(times), (list(times) or [None])[-1]
     for r in range(rounds):
         for name in (order if r % 2 == 0 else order[::-1]):
             share = -(-wants[name] * (r + 1) // rounds)  # ceil: the last round reaches want
