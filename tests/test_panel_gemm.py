@@ -103,6 +103,21 @@ PRODUCT_CHECK = textwrap.dedent("""
         assert (torch.diagonal(own) == 0).all()
         assert np.allclose(own.double().numpy(), cdist(xd, xd), rtol=tol, atol=tol * 20)
 
+    # the same bits with one thread or two (docs/contracts.md, Determinism): no product's sums
+    # may be split by the thread count, a BLAS call's inner dimension included (64 x 64 x 512
+    # is one tile, or one call of the whole product)
+    threads = torch.get_num_threads()
+    for dtype in (torch.float32, torch.float64):
+        for n, m, k in [(64, 64, 512), (20, 30, 300), (300, 530, 140)]:
+            x, y = operands((n, k), (m, k), dtype)
+            for metric in ("linear", "sqeuclidean", "cosine"):
+                torch.set_num_threads(1)
+                one = tp.pairwise(x, y, metric)
+                torch.set_num_threads(2)
+                two = tp.pairwise(x, y, metric)
+                assert torch.equal(one, two), (metric, dtype, n, m, k, float((one - two).abs().max()))
+    torch.set_num_threads(threads)
+
     print("max-bound", worst, torch.backends.cpu.get_cpu_capability())
 """)
 

@@ -33,16 +33,10 @@ at::Tensor dense_impl(const Request& req) {
   if (out.numel() == 0) return out;
   auto src = make_sources<T>(req, req.spec.transposed);
   T* o = out.data_ptr<T>();
-  // One product outside our parallel region spreads over every thread itself (PanelGemm's
-  // row blocks, or MKL's own team); batches take the tiles below, which spread over batches
-  // as well.
-  if (B == 1 && src.first().product_all(o, cols)) {
-    if (!src.first().is_plain_product())
-      for_each_tile<T>(src, [&](int64_t, const TileSource<T>& s, int64_t r0, int64_t nr, int64_t c0, int64_t nc) {
-        s.finish(r0, nr, c0, nc, o + r0 * cols + c0, cols);
-      });
-    return out;
-  }
+  // linear: K = X Y^T may be one product call outside our parallel region, which spreads
+  // over every thread itself (PanelGemm's row blocks). Batches take the tiles below, which
+  // spread over batches as well.
+  if (B == 1 && src.first().product_all(o, cols)) return out;
   for_each_tile<T>(src, [&](int64_t b, const TileSource<T>& s, int64_t r0, int64_t nr, int64_t c0, int64_t nc) {
     T* dst = o + (b * rows + r0) * cols + c0;
     if (s.writes_exact_columns()) return s.produce(r0, nr, c0, nc, dst, cols);

@@ -388,36 +388,30 @@ class InnerProductSource final : public TileSource<T> {
   }
 
   bool writes_exact_columns() const override { return true; }
-  bool is_plain_product() const override { return math::plain_product<M>(); }
 
   void produce(int64_t r0, int64_t nr, int64_t c0, int64_t nc, T* out, int64_t ldo) const override {
     product(r0, nr, c0, nc, out, ldo);
-    finish(r0, nr, c0, nc, out, ldo);
-  }
-
-  // The plain product at any size. With an epilogue, only where the tiles would each call
-  // BLAS, unless one row block spans several column blocks. With more row blocks, every
-  // call packs its column block again (and allocates its buffers), which costs more than the
-  // extra pass over the output; a single tile would run on one thread, where BLAS's own
-  // threads share one call. Across the column blocks of one row block each is packed once
-  // and the tiles' epilogue runs in cache. PanelGemm's tiles turn their sums into values
-  // while they are in registers.
-  bool product_all(T* out, int64_t ldo) const override {
-    if constexpr (!math::plain_product<M>()) {
-      if (!panels_.empty() || pack_tiles_) return false;
-      if (this->rows_ <= this->row_block_ && this->cols_ > this->col_block_) return false;
-    }
-    product(0, this->rows_, 0, this->cols_, out, ldo);
-    return true;
-  }
-
-  void finish(int64_t r0, int64_t nr, int64_t c0, int64_t nc, T* out, int64_t ldo) const override {
     if constexpr (math::plain_product<M>()) return;
     const Scalars s = s_;  // a local copy stays in registers (see Scalars)
     if (transposed_)
       epilogue<true>(r0, nr, c0, nc, out, ldo, s);
     else
       epilogue<false>(r0, nr, c0, nc, out, ldo, s);
+  }
+
+  // The plain product as one call where PanelGemm makes it from the operand packed whole:
+  // its row blocks spread over the threads and every sum keeps one order. Not through BLAS,
+  // whose threads may split the inner dimension, so that the sums' order, and their last
+  // bits, would depend on the thread count (docs/contracts.md, "Determinism"); BLAS tiles
+  // are each one single-threaded call.
+  bool product_all(T* out, int64_t ldo) const override {
+    if constexpr (!math::plain_product<M>()) {
+      return false;
+    } else {
+      if (panels_.empty()) return false;
+      product(0, this->rows_, 0, this->cols_, out, ldo);
+      return true;
+    }
   }
 
   // The register tile filters by d2 before the epilogue: only the rows of a tile that may

@@ -67,17 +67,11 @@ class TileSource {
   // produce() writes exactly columns [0, nc) of each row (so it may write into a larger
   // matrix in place); otherwise it may also write scratch values up to col_block().
   virtual bool writes_exact_columns() const { return false; }
-  // K is exactly rows . cols^T (no epilogue, no side features): product_all() is all of K.
-  virtual bool is_plain_product() const { return false; }
-  // A dense consumer's whole result in two passes, where that beats produce() per tile: one
-  // GEMM call for every row and column (it spreads over the GEMM's own threads and packs
-  // each operand once, where a BLAS call per tile repacks its column block every time), then
-  // finish() on each tile. Returns false, writing nothing, where the tiles are faster (a
-  // register tile that fuses the epilogue).
+  // A dense consumer's whole result as one product call, where that is the faster way and
+  // keeps the result independent of the thread count (the call spreads over the threads
+  // itself, with no per-tile setup). Returns false, writing nothing, where the tiles are
+  // the way.
   virtual bool product_all(T* /*out*/, int64_t /*ldo*/) const { return false; }
-  // Turns a tile of product_all()'s inner products into K, in place.
-  virtual void finish(int64_t /*r0*/, int64_t /*nr*/, int64_t /*c0*/, int64_t /*nc*/, T* /*out*/,
-                      int64_t /*ldo*/) const {}
 
   // out[r * ldo + c], r < nr, c < nc: K(r0 + r, c0 + c). Columns c in [nc, ldo) may be
   // overwritten with scratch values.
