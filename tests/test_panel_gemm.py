@@ -88,9 +88,9 @@ PRODUCT_CHECK = textwrap.dedent("""
     want = -2 * 0.05 * (kw.sum(1)[:, None] * xd - kw @ yd)
     assert np.allclose(x.grad.numpy(), want, rtol=1e-10, atol=1e-12), float(np.abs(x.grad.numpy() - want).max())
 
-    # dense results of more than one row block whose products go to BLAS (long rows with MKL
-    # on Intel, or TORCHPAIR_PANEL_GEMM=blas): one product for the whole result, then the
-    # epilogue tile by tile (InnerProductSource::product_all); scipy in float64 as the oracle
+    # dense results of several row blocks whose products go to BLAS (long rows with MKL on
+    # Intel, or TORCHPAIR_PANEL_GEMM=blas): a BLAS call per tile, then the epilogue in place;
+    # scipy in float64 as the oracle
     from scipy.spatial.distance import cdist
     for dtype, tol in ((torch.float64, 1e-12), (torch.float32, 1e-4)):
         x, y = operands((300, 140), (530, 140), dtype)
@@ -104,8 +104,8 @@ PRODUCT_CHECK = textwrap.dedent("""
         assert np.allclose(own.double().numpy(), cdist(xd, xd), rtol=tol, atol=tol * 20)
 
     # the same bits with one thread or two (docs/contracts.md, Determinism): no product's sums
-    # may be split by the thread count, a BLAS call's inner dimension included (64 x 64 x 512
-    # is one tile, or one call of the whole product)
+    # may be split by the thread count, a BLAS call's inner dimension included (MKL splits
+    # that of 64 x 64 x 512 when one call runs on two threads)
     threads = torch.get_num_threads()
     for dtype in (torch.float32, torch.float64):
         for n, m, k in [(64, 64, 512), (20, 30, 300), (300, 530, 140)]:
@@ -131,9 +131,9 @@ def _capabilities():
 # route "panels": every shape through PanelGemm (by default, sources below ~2M multiply-adds
 # call BLAS, and DEFAULT always does; these runs also set TORCHPAIR_PANEL_GEMM=always, since
 # with MKL on an Intel CPU larger products go to BLAS); "blas": every product of 2M
-# multiply-adds and 128 features or more through BLAS, as with MKL on an Intel CPU; max_packed "0": no column
-# operand packed whole, each tile of at least 64 rows packs its own column block (the path of
-# operands past 256 MiB).
+# multiply-adds and 128 features or more through BLAS, as with MKL on an Intel CPU;
+# max_packed "0": no column operand packed whole, each tile of at least 64 rows packs its own
+# column block (the path of operands past 256 MiB).
 FAST = [cap for cap in _capabilities() if cap != "DEFAULT"]
 RUNS = (
     [(cap, "default", "default") for cap in _capabilities()]

@@ -3,8 +3,8 @@
 Each row is one shape. Every implementation of that shape (torchpair and each installed peer)
 is timed in the same process: each gets one warm-up call (not timed), then repeats sized to a
 time budget, run in interleaved rounds so that a slow phase of the machine falls on every
-implementation alike; each reports its median. The row reports torchpair's median, the fastest peer and
-its median, and ratio = peer / torchpair (above 1: torchpair is faster). The last line is the
+implementation alike (`measure_together`). The row reports torchpair's median, the fastest
+peer and its median, and ratio = peer / torchpair (above 1: torchpair is faster). The last line is the
 worst ratio of the run.
 
 Peers that would take far longer than the row allows on its largest shapes (scipy and
