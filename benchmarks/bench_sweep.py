@@ -7,7 +7,7 @@ The same run as ``python -m torchpair bench --sweep``: writes DIR/sweep.md (the 
 line the worst ratio), DIR/sweep.json and DIR/sweep.png (when matplotlib is installed).
 Parts: dense, batched, pdist, lazy, knn, boolean, seq, emd, first (first call of each public
 entry point in a fresh process), fresh (twelve calls on a large output in a fresh process).
-The full run takes about 12 minutes on a quiet 2-core machine.
+The full run takes about 25 minutes on a quiet 2-core machine.
 """
 from __future__ import annotations
 
