@@ -384,10 +384,11 @@ class InnerProductSource final : public TileSource<T> {
         this->row_block_ = std::max(kRowBlock, round_up((this->rows_ + threads - 1) / threads, kPackTileRows));
       }
       if constexpr (math::rises_with_d2<M>()) selects_ = finite(rside_, this->rows_) && finite(cside_, this->cols_);
-    } else if (this->rows_ <= kRowBlock && this->cols_ <= kColBlock && this->rows_ >= 16) {
-      // A result of one BLAS tile would run on one thread: two row blocks let two threads
-      // share it (the split follows the shape alone, so the bits do not depend on the
-      // thread count, as a multi-threaded BLAS call's might).
+    } else if (ops.batch == 1 && this->rows_ <= kRowBlock && this->cols_ <= kColBlock && this->rows_ >= 16) {
+      // A single product of one BLAS tile would run on one thread (a batch spreads its
+      // elements instead): two row blocks let two threads share it (the split follows the
+      // shape alone, so the bits do not depend on the thread count, as a multi-threaded BLAS
+      // call's might).
       this->row_block_ = round_up((this->rows_ + 1) / 2, int64_t(8));
     }
   }
