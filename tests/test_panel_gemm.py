@@ -47,7 +47,7 @@ PRODUCT_CHECK = textwrap.dedent("""
     for dtype in (torch.float32, torch.float64):
         for n, m, k in [(1, 1, 1), (5, 17, 2), (6, 16, 31), (7, 15, 32), (13, 63, 3), (11, 64, 8),
                         (12, 65, 33), (29, 513, 40), (61, 700, 256), (19, 300, 257), (3, 1030, 128),
-                        (14, 130, 600), (7, 70, 1031), (70, 515, 300), (131, 1100, 20)]:
+                        (14, 130, 600), (7, 70, 1031), (70, 515, 300), (131, 1100, 20), (64, 64, 512)]:
             x, y = operands((n, k), (m, k), dtype)
             check(tp.pairwise(x, y, "linear"), x.double().numpy(), y.double().numpy(), k, dtype)
             # the tile consumers (tiles of 256 x 512, then an epilogue): cosine_similarity of
@@ -90,10 +90,13 @@ PRODUCT_CHECK = textwrap.dedent("""
 
     # dense results of several row blocks whose products go to BLAS (long rows with MKL on
     # Intel, or TORCHPAIR_PANEL_GEMM=blas): a BLAS call per tile, then the epilogue in place;
-    # scipy in float64 as the oracle
+    # and a small result of long rows (at most 128 x 128 entries, 512 features or more),
+    # which takes PanelGemm there unless TORCHPAIR_PANEL_GEMM=blas; scipy in float64 as the
+    # oracle
     from scipy.spatial.distance import cdist
-    for dtype, tol in ((torch.float64, 1e-12), (torch.float32, 1e-4)):
-        x, y = operands((300, 140), (530, 140), dtype)
+    for dtype, tol, (n, m, k) in ((torch.float64, 1e-12, (300, 530, 140)), (torch.float32, 1e-4, (300, 530, 140)),
+                                  (torch.float64, 1e-12, (100, 120, 600)), (torch.float32, 1e-4, (100, 120, 600))):
+        x, y = operands((n, k), (m, k), dtype)
         xd, yd = x.double().numpy(), y.double().numpy()
         for metric in ("sqeuclidean", "euclidean", "cosine"):
             got, want = tp.pairwise(x, y, metric).double().numpy(), cdist(xd, yd, metric)
@@ -131,7 +134,8 @@ def _capabilities():
 # route "panels": every shape through PanelGemm (by default, sources below ~2M multiply-adds
 # call BLAS, and DEFAULT always does; these runs also set TORCHPAIR_PANEL_GEMM=always, since
 # with MKL on an Intel CPU larger products go to BLAS); "blas": every product of 2M
-# multiply-adds and 128 features or more through BLAS, as with MKL on an Intel CPU;
+# multiply-adds and 128 features or more through BLAS (with MKL on an Intel CPU, all but the
+# small results of long rows);
 # max_packed "0": no column operand packed whole, each tile of at least 64 rows packs its own
 # column block (the path of operands past 256 MiB).
 FAST = [cap for cap in _capabilities() if cap != "DEFAULT"]

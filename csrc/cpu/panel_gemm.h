@@ -124,17 +124,23 @@ class PanelGemm {
     return value;
   }
 
-  // Whether products of min_work() multiply-adds and more and at least kBlasFeatures
-  // features go to BLAS (when the caller fuses nothing into the tile): where BLAS is MKL on
-  // an Intel CPU. With fewer features, BLAS's per-call packing of short rows costs what its
-  // kernel saves. TORCHPAIR_PANEL_GEMM=always
-  // keeps them here on any CPU (the tests use it to cover this kernel), =blas sends them to
+  // Where products of min_work() multiply-adds and more and at least kBlasFeatures features
+  // go to BLAS (when the caller fuses nothing into the tile). kLargeResults: where BLAS is MKL
+  // on an Intel CPU, except for results of at most kSmallResult entries with rows of at least
+  // kLongRows features. With fewer features, BLAS's per-call packing of short rows costs what
+  // its kernel saves. A small result of long rows takes MKL's small-matrix path, which reads
+  // the row-major column operand as dot products along the features: 1.2-1.5x slower than
+  // this kernel, which packs that operand once, for float32 at 64 x 64 to 128 x 128 and 512
+  // to 2048 features, and as fast for float64 (docs/performance.md); with up to 384
+  // features, or past 128 x 128, MKL is as fast or faster. TORCHPAIR_PANEL_GEMM=always keeps every
+  // product here on any CPU (the tests use it to cover this kernel), =blas sends them all to
   // BLAS on any CPU.
-  static bool blas_preferred() {
-    static const bool value = [] {
+  enum class Blas { kNever, kLargeResults, kAlways };
+  static Blas blas_route() {
+    static const Blas value = [] {
       if (const char* env = std::getenv("TORCHPAIR_PANEL_GEMM")) {
-        if (std::strcmp(env, "always") == 0) return false;
-        if (std::strcmp(env, "blas") == 0) return true;
+        if (std::strcmp(env, "always") == 0) return Blas::kNever;
+        if (std::strcmp(env, "blas") == 0) return Blas::kAlways;
       }
       bool intel = false;
 #if defined(__x86_64__) || defined(__i386__)
@@ -142,20 +148,27 @@ class PanelGemm {
       // the vendor string is ebx, edx, ecx: "Genu" "ineI" "ntel"
       if (__get_cpuid(0, &eax, &ebx, &ecx, &edx)) intel = ebx == 0x756e6547u && edx == 0x49656e69u && ecx == 0x6c65746eu;
 #endif
-      return intel && at::hasMKL();
+      return intel && at::hasMKL() ? Blas::kLargeResults : Blas::kNever;
     }();
     return value;
   }
 
   static constexpr int64_t kBlasFeatures = 128;
+  static constexpr int64_t kSmallResult = int64_t(1) << 14, kLongRows = 512;
 
   // A product of this shape is worth the panel kernel. Below min_work() only a single product
-  // (any_size) is; past it, any product unless BLAS is preferred here for its features and
-  // the caller fuses nothing into the register tile (fuses: a selection's filter).
+  // (any_size) is; past it, any product unless BLAS takes products of its shape here (above)
+  // and the caller fuses nothing into the register tile (fuses: a selection's filter).
   static bool suits(int64_t rows, int64_t cols, int64_t k, bool any_size, bool fuses) {
     if (!kAvailable || k < 1) return false;
     if (rows * cols * k < min_work()) return any_size;
-    return fuses || k < kBlasFeatures || !blas_preferred();
+    if (fuses || k < kBlasFeatures) return true;
+    switch (blas_route()) {
+      case Blas::kNever: return true;
+      case Blas::kLargeResults: return rows * cols <= kSmallResult && k >= kLongRows;
+      case Blas::kAlways: return false;
+    }
+    return true;
   }
   // The column operand is packed once, whole (else per tile).
   static bool fits(int64_t cols, int64_t k) { return (cols + P) * k * int64_t(sizeof(T)) <= max_packed_bytes(); }
