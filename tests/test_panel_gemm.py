@@ -90,7 +90,7 @@ PRODUCT_CHECK = textwrap.dedent("""
 
     # dense results of several row blocks whose products go to BLAS (long rows with MKL on
     # Intel, or TORCHPAIR_PANEL_GEMM=blas): a BLAS call per tile, then the epilogue in place;
-    # and a small result of long rows (at most 128 x 128 entries, 512 features or more),
+    # and a small result of long rows (at most 128 rows and 128 columns, 512 features or more),
     # which takes PanelGemm there unless TORCHPAIR_PANEL_GEMM=blas; scipy in float64 as the
     # oracle
     from scipy.spatial.distance import cdist

@@ -185,13 +185,13 @@ class PanelGemm {
 
   // Where products of min_work() multiply-adds and more and at least kBlasFeatures features
   // go to BLAS (when the caller fuses nothing into the tile). kLargeResults: where BLAS is MKL
-  // on an Intel CPU, except for results of at most kSmallResult entries with rows of at least
-  // kLongRows features. With fewer features, BLAS's per-call packing of short rows costs what
-  // its kernel saves. A small result of long rows takes MKL's small-matrix path, which reads
-  // the row-major column operand as dot products along the features: 1.2-1.5x slower than
-  // this kernel, which packs that operand once, for float32 at 64 x 64 to 128 x 128 and 512
-  // to 2048 features, and as fast for float64 (docs/performance.md); with up to 384
-  // features, or past 128 x 128, MKL is as fast or faster. TORCHPAIR_PANEL_GEMM=always keeps every
+  // on an Intel CPU, except for results of at most kSmallSide rows and columns with rows of at
+  // least kLongRows features. With fewer features, BLAS's per-call packing of short rows costs
+  // what its kernel saves. A small result of long rows takes MKL's small-matrix path, which
+  // reads the row-major column operand as dot products along the features: 1.2-1.5x slower
+  // than this kernel, which packs that operand once, for float32 at 64 x 64 to 128 x 128 and
+  // 512 to 2048 features, and as fast for float64 (docs/performance.md); with up to 384
+  // features, or 200 x 200 and 64 x 256 entries, MKL is as fast or faster. TORCHPAIR_PANEL_GEMM=always keeps every
   // product here on any CPU (the tests use it to cover this kernel), =blas sends them all to
   // BLAS on any CPU.
   enum class Blas { kNever, kLargeResults, kAlways };
@@ -213,7 +213,7 @@ class PanelGemm {
   }
 
   static constexpr int64_t kBlasFeatures = 128;
-  static constexpr int64_t kSmallResult = int64_t(1) << 14, kLongRows = 512;
+  static constexpr int64_t kSmallSide = 128, kLongRows = 512;
 
   // A product of this shape is worth the panel kernel. Below min_work() only a single product
   // (any_size) is; past it, any product unless BLAS takes products of its shape here (above)
@@ -224,7 +224,7 @@ class PanelGemm {
     if (fuses || k < kBlasFeatures) return true;
     switch (blas_route()) {
       case Blas::kNever: return true;
-      case Blas::kLargeResults: return rows * cols <= kSmallResult && k >= kLongRows;
+      case Blas::kLargeResults: return rows <= kSmallSide && cols <= kSmallSide && k >= kLongRows;
       case Blas::kAlways: return false;
     }
     return true;
