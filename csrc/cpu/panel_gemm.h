@@ -188,10 +188,10 @@ class PanelGemm {
   // on an Intel CPU, except for results of at most kSmallSide rows and columns with rows of at
   // least kLongRows features. With fewer features, BLAS's per-call packing of short rows costs
   // what its kernel saves. A small result of long rows takes MKL's small-matrix path, which
-  // reads the row-major column operand as dot products along the features: 1.2-1.5x slower
-  // than this kernel, which packs that operand once, for float32 at 64 x 64 to 128 x 128 and
-  // 512 to 2048 features, and as fast for float64 (docs/performance.md); with up to 384
-  // features, or 200 x 200 and 64 x 256 entries, MKL is as fast or faster. TORCHPAIR_PANEL_GEMM=always keeps every
+  // reads the row-major column operand as dot products along the features, slower than this
+  // kernel, which packs that operand once (float32; level in float64); with fewer features,
+  // or more rows or columns, MKL is as fast or faster (docs/performance.md, "The plain
+  // product"). TORCHPAIR_PANEL_GEMM=always keeps every
   // product here on any CPU (the tests use it to cover this kernel), =blas sends them all to
   // BLAS on any CPU.
   enum class Blas { kNever, kLargeResults, kAlways };
