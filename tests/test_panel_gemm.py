@@ -93,9 +93,10 @@ PRODUCT_CHECK = textwrap.dedent("""
     # and a small result of long rows (at most 128 rows and 128 columns, 512 features or more),
     # which takes PanelGemm there unless TORCHPAIR_PANEL_GEMM=blas; scipy in float64 as the
     # oracle
+    import itertools
     from scipy.spatial.distance import cdist
-    for dtype, tol, (n, m, k) in ((torch.float64, 1e-12, (300, 530, 140)), (torch.float32, 1e-4, (300, 530, 140)),
-                                  (torch.float64, 1e-12, (100, 120, 600)), (torch.float32, 1e-4, (100, 120, 600))):
+    for (n, m, k), (dtype, tol) in itertools.product(((300, 530, 140), (100, 120, 600)),
+                                                     ((torch.float64, 1e-12), (torch.float32, 1e-4))):
         x, y = operands((n, k), (m, k), dtype)
         xd, yd = x.double().numpy(), y.double().numpy()
         for metric in ("sqeuclidean", "euclidean", "cosine"):

@@ -191,9 +191,8 @@ class PanelGemm {
   // reads the row-major column operand as dot products along the features, slower than this
   // kernel, which packs that operand once (float32; level in float64); with fewer features,
   // or more rows or columns, MKL is as fast or faster (docs/performance.md, "The plain
-  // product"). TORCHPAIR_PANEL_GEMM=always keeps every
-  // product here on any CPU (the tests use it to cover this kernel), =blas sends them all to
-  // BLAS on any CPU.
+  // product"). TORCHPAIR_PANEL_GEMM=always keeps every product here on any CPU (the tests
+  // use it to cover this kernel), =blas sends them all to BLAS on any CPU.
   enum class Blas { kNever, kLargeResults, kAlways };
   static Blas blas_route() {
     static const Blas value = [] {
