@@ -15,6 +15,7 @@
 #include <memory>
 #include <vector>
 
+#include "engines/output_memory.h"
 #include "sequences/seq_damerau.h"
 #include "sequences/seq_engine.h"
 #include "sequences/seq_layout.h"
@@ -482,7 +483,7 @@ namespace TP_SEQ_CAT(isa_, CPU_CAPABILITY) {
 at::Tensor dense_cpu(const at::Tensor& x, const at::Tensor& xlen, const at::Tensor& y, const at::Tensor& ylen,
                      const Params& p) {
   const int64_t B = x.size(0);
-  auto out = at::empty({B, x.size(1), y.size(1)}, x.options().dtype(p.floating() ? at::kDouble : at::kLong));
+  auto out = engine::empty_output({B, x.size(1), y.size(1)}, x.options().dtype(p.floating() ? at::kDouble : at::kLong));
   const Side X = side(x, xlen), Y = side(y, ylen);
   if (p.floating())
     dense_impl<double>(X, Y, B, p, out.data_ptr<double>());
@@ -493,7 +494,7 @@ at::Tensor dense_cpu(const at::Tensor& x, const at::Tensor& xlen, const at::Tens
 
 at::Tensor pdist_cpu(const at::Tensor& x, const at::Tensor& xlen, const Params& p) {
   const int64_t B = x.size(0), N = x.size(1);
-  auto out = at::empty({B, N * (N - 1) / 2}, x.options().dtype(p.floating() ? at::kDouble : at::kLong));
+  auto out = engine::empty_output({B, N * (N - 1) / 2}, x.options().dtype(p.floating() ? at::kDouble : at::kLong));
   const Side X = side(x, xlen);
   if (p.floating())
     pdist_impl<double>(X, B, p, out.data_ptr<double>());

@@ -22,14 +22,6 @@
 #include "metrics/kernels.h"
 #include "metrics/distances.h"
 
-
-
-
-
-
-
-#define TP_IP_ROWS 256
-#define TP_IP_COLS 512
 namespace tp::cpu {
 inline namespace CPU_CAPABILITY {
 
@@ -352,7 +344,7 @@ class InnerProductSource final : public TileSource<T> {
   using V = Vec<T>;
   static constexpr int64_t L = V::size();
   // Large tiles: BLAS calls on small blocks waste most of their time in packing and setup.
-  static constexpr int64_t kRowBlock = TP_IP_ROWS, kColBlock = TP_IP_COLS;
+  static constexpr int64_t kRowBlock = 256, kColBlock = 512;
 
  public:
   InnerProductSource(const SourceSpec& spec, const Operands& ops)

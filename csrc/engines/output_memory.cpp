@@ -1,5 +1,6 @@
 #include "engines/output_memory.h"
 
+#include <ATen/EmptyTensor.h>
 #include <ATen/ops/empty_native.h>
 #include <c10/core/Allocator.h>
 #include <c10/core/CPUAllocator.h>
@@ -12,7 +13,12 @@
 namespace tp::engine {
 namespace {
 
-constexpr size_t kMinBytes = size_t(4) << 20;
+// glibc maps a block this large or larger (its initial M_MMAP_THRESHOLD) fresh from the
+// kernel, or, once its threshold has adapted, takes it from the heap top, which free() trims
+// back to the kernel when the freed top exceeds twice the largest block seen: either way a
+// repeated call of the same shape faults its pages in again (a 1000 x 1000 float32 result
+// and its two centred 1000 x 512 operands: ~1,900 faults every other call).
+constexpr size_t kMinBytes = size_t(128) << 10;
 constexpr size_t kMaxBlocks = 4;
 constexpr size_t kAlignment = 64;
 
@@ -113,8 +119,8 @@ at::Tensor empty_output(at::IntArrayRef sizes, const at::TensorOptions& options)
     return at::native::empty_cpu(sizes, c10::typeMetaToScalarType(options.dtype()), options.layout(),
                                  options.device(), options.pinned_memory(), options.memory_format_opt());
   // A resizable storage (as at::empty's), so resize_ on a result works as on any tensor.
-  c10::Storage storage(c10::Storage::use_byte_size_t(), bytes, &OutputCache::get(), /*resizable=*/true);
-  return at::empty({0}, options).set_(storage, 0, sizes);
+  return at::detail::empty_generic(sizes, &OutputCache::get(), c10::DispatchKeySet(c10::DispatchKey::CPU),
+                                   c10::typeMetaToScalarType(options.dtype()), options.memory_format_opt());
 }
 
 }  // namespace tp::engine
