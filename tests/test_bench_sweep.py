@@ -62,6 +62,24 @@ def test_a_drifting_machine_slows_every_implementation_alike():
     assert calls.index("peer") < len(calls) - 1 - calls[::-1].index("ours")
 
 
+def test_slow_calls_after_a_pause_do_not_set_the_repeats():
+    # the first three calls after a pause take 20 ms (a worker thread waking on a virtual machine),
+    # the others 1 ms; the peer takes 2 ms. Sized from one slow call, our side got 7 calls, most of
+    # them right after a pause; the median must be the 1 ms steady call.
+    last = [0.0]
+    since_pause = [0]
+
+    def waking():
+        now = time.perf_counter()
+        since_pause[0] = 0 if now - last[0] > 0.1 else since_pause[0] + 1
+        time.sleep(0.02 if since_pause[0] < 3 else 0.001)
+        last[0] = time.perf_counter()
+    row = sweep.Row("dense", "synthetic", waking, [sweep.Peer("steady", lambda: _sleeper(0.002))])
+    out = sweep.run_row(row, budget_s=0.3)
+    assert out.ours_s < 0.005, out.ours_s
+    assert out.ratio > 1.2
+
+
 def test_markdown_worst_ratio_and_plot(tmp_path):
     results = {"outcomes": [sweep.Outcome("dense", "a", 0.010, "peer1", 0.020),
                             sweep.Outcome("dense", "b", 0.010, "peer2", 0.008, notes=["x: skipped"]),

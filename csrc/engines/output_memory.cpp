@@ -15,9 +15,9 @@ namespace {
 
 // glibc maps a block this large or larger (its initial M_MMAP_THRESHOLD) fresh from the
 // kernel, or, once its threshold has adapted, takes it from the heap top, which free() trims
-// back to the kernel when the freed top exceeds twice the largest block seen: either way a
-// repeated call of the same shape faults its pages in again (a 1000 x 1000 float32 result
-// and its two centred 1000 x 512 operands: ~1,900 faults every other call).
+// back to the kernel when the freed top exceeds twice the largest block seen (a call that
+// frees its result and its centred operands at once): either way a repeated call of the
+// same shape faults its pages in again (docs/performance.md, "Where the time goes").
 constexpr size_t kMinBytes = size_t(128) << 10;
 constexpr size_t kMaxBlocks = 4;
 constexpr size_t kAlignment = 64;

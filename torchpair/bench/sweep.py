@@ -97,13 +97,35 @@ def measure(fn, budget_s: float, max_repeat: int | None = None, min_repeat: int 
     `torch.empty` alike) pays page faults for it that a user's loop never sees."""
     gc.collect()
     first = _time_call(fn)  # warm-up: one-time costs (imports, compilation, allocator growth)
-    second = _time_call(fn)
-    times = [second]
-    want = _want(second, budget_s, max_repeat, min_repeat)
+    times = _probe(fn)
+    want = _want(min(times), budget_s, max_repeat, min_repeat)
     while len(times) < want:
         times.append(_time_call(fn))
     del first
     return statistics.median(times), len(times)
+
+
+#: calls shorter than this get a second untimed call after a pause and three probe calls
+#: (below): on a virtual machine a worker thread idle for ~0.1 s can take one or two
+#: scheduler ticks (4-8 ms) to wake, for the first one or two calls that use it (`x @ y.T`
+#: at 64 x 64 x 512 alike), a cost of no consequence to a call of 50 ms or more
+SHORT_CALL_S = 0.05
+
+
+def _probe(fn) -> list:
+    """The first timed calls after the warm-up: one, or three for a short call. The number of
+    repeats is sized from the fastest of them, so that one slow call does not cut a short
+    call's repeats to those of a long one."""
+    times = [_time_call(fn)]
+    if times[0] < SHORT_CALL_S:
+        times += [_time_call(fn), _time_call(fn)]
+    return times
+
+
+def _settle(fn) -> None:
+    """Untimed calls after a pause: one, or two for a short call (see SHORT_CALL_S)."""
+    if _time_call(fn) < SHORT_CALL_S:
+        fn()
 
 
 def _fmt_s(s: float | None) -> str:
@@ -140,20 +162,20 @@ def measure_together(fns: dict, budgets: dict) -> tuple[dict, dict]:
     round. A machine whose speed drifts over seconds (another tenant, the clock) then slows
     every implementation of the row alike, where timing them one after another let a slow phase
     land on one side only. Where one implementation takes over from another (its warm-up
-    included), a pause and one untimed call come first: the other library's threads may still
-    be polling for work (BLAS and OpenMP pools do for a while after a call) and its data holds
-    the caches, costs a user's loop over one library never pays."""
+    included), a pause and one untimed call (two for a short call) come first: the other
+    library's threads may still be polling for work (BLAS and OpenMP pools do for a while after
+    a call) and its data holds the caches, costs a user's loop over one library never pays."""
     gc.collect()
     times, wants, errors = {}, {}, {}
     for name, fn in fns.items():
         try:
             time.sleep(SWITCH_PAUSE_S)
-            _time_call(fn)  # warm-up: one-time costs (imports, compilation, allocator growth)
-            second = _time_call(fn)
+            _settle(fn)  # warm-up: one-time costs (imports, compilation, allocator growth)
+            probe = _probe(fn)
         except Exception as exc:  # noqa: BLE001 - reported by the caller
             errors[name] = exc
             continue
-        times[name], wants[name] = [second], _want(second, budgets[name])
+        times[name], wants[name] = probe, _want(min(probe), budgets[name])
     rounds = min(ROUNDS, max(wants.values(), default=1))
     order, last = list(times), (list(times) or [None])[-1]
     for r in range(rounds):
@@ -164,7 +186,7 @@ def measure_together(fns: dict, budgets: dict) -> tuple[dict, dict]:
             try:
                 if name != last:
                     time.sleep(SWITCH_PAUSE_S)
-                    fns[name]()
+                    _settle(fns[name])
                     last = name
                 while len(times[name]) < share:
                     times[name].append(_time_call(fns[name]))
