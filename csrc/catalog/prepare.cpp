@@ -242,7 +242,6 @@ std::optional<Prepared> mahalanobis_native(const Inputs& in, const at::Tensor& V
   return p;
 }
 
-
 // Up to this many features the difference-based kernels are as fast as GEMM and exact for
 // equal rows; above it the GEMM form wins (see docs/performance.md).
 constexpr int64_t kDirectMaxFeatures = 16;

@@ -41,5 +41,4 @@ TP_DECLARE_CPU_CONSUMERS(isa_AVX512)
 // The capability chosen for this machine (honours ATEN_CPU_CAPABILITY=default|avx2|avx512).
 TP_DECLARE_CPU_CONSUMERS(dispatch)
 
-
 }  // namespace tp::cpu

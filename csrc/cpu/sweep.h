@@ -15,14 +15,11 @@ inline namespace CPU_CAPABILITY {
 using engine::Grads4;
 using engine::Request;
 
-
-
 // Batch element i of a [B, rows, ...] contiguous tensor, untyped (null if undefined).
 inline const void* batch_element(const at::Tensor& t, int64_t i) {
   if (!t.defined()) return nullptr;
   return static_cast<const char*>(t.data_ptr()) + i * t.stride(0) * t.element_size();
 }
-
 
 // Below this much work (pairs compared x features, one multiply-add each) a walk runs on
 // the calling thread: waking the pool and meeting at its barrier costs more than a second

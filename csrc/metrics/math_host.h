@@ -260,7 +260,6 @@ inline Vec<T> sign(const Vec<T>& x) {
 }
 inline at::Tensor sign(const at::Tensor& x) { return x.sign(); }
 
-
 template <class T>
 inline Vec<T> constant(const Vec<T>& x) { return x; }
 inline at::Tensor constant(const at::Tensor& x) { return x.detach(); }
