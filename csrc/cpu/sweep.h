@@ -34,10 +34,13 @@ inline int64_t serial_work_limit() {
   return limit;
 }
 
-// at::parallel_for(0, units, 1, f), or f(0, units) on the calling thread (inside
-// at::parallel_for's own serial path, so nested parallel regions and BLAS calls behave as in
-// a parallel region) when `work` is below serial_work_limit(). Every walk of the CPU
-// consumers goes through here.
+// at::parallel_for(0, units, 1, f), or f(0, units) on the calling thread when `work` is below
+// serial_work_limit(). On the calling thread f runs in at::parallel_for's own serial path,
+// under a c10::ParallelGuard: engine::gemm_nt pins BLAS to one thread there, but a nested
+// at::parallel_for still forks (at::in_parallel_region() is omp_in_parallel() alone). That is
+// how the PanelGemm product of a one-unit walk spreads its row blocks; below the limit a
+// tile's product is under PanelGemm's per-thread grain and stays inline. Every walk of the
+// CPU consumers goes through here.
 template <typename F>
 void parallel_units(int64_t units, double work, const F& f) {
   if (units <= 0) return;
