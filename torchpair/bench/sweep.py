@@ -106,9 +106,9 @@ def measure(fn, budget_s: float, max_repeat: int | None = None, min_repeat: int 
 
 
 #: calls shorter than this get a second untimed call after a pause and three probe calls
-#: (below): on a virtual machine a worker thread idle for ~0.1 s can take one or two
-#: scheduler ticks (4-8 ms) to wake, for the first one or two calls that use it (`x @ y.T`
-#: at 64 x 64 x 512 alike), a cost of no consequence to a call of 50 ms or more
+#: (below): a worker thread left idle through the pause can take scheduler ticks to wake on
+#: a virtual machine, for the first calls that use it, whatever library makes them
+#: (docs/performance.md, "Shape sweep"); a longer call hides that cost
 SHORT_CALL_S = 0.05
 
 
