@@ -88,8 +88,8 @@ def _time_call(fn) -> float:
 
 
 def measure(fn, budget_s: float, max_repeat: int | None = None, min_repeat: int = 3) -> tuple[float, int]:
-    """(median seconds, repeats): one warm-up call, then repeats that fit budget_s (at least
-    one; at least min_repeat when a call is short; at most max_repeat, by default 7 for calls
+    """(median seconds, repeats): one warm-up call, then repeats that fit budget_s at the
+    fastest probe call's time (`_probe`; at least one; at least min_repeat when a call is short; at most max_repeat, by default 7 for calls
     of a millisecond or more and 101 below: a call of microseconds varies by tens of percent
     from one call to the next, and a median of 7 of them by about as much). Garbage is
     collected once, before the warm-up, not before every call: a collection frees memory
@@ -138,12 +138,13 @@ def _fmt_s(s: float | None) -> str:
     return f"{s * 1e6:.3g} µs"
 
 
-def _want(second: float, budget_s: float, max_repeat: int | None = None, min_repeat: int = 3) -> int:
-    """How many timed calls fit budget_s, from one timed call (the rule of `measure`)."""
+def _want(call_s: float, budget_s: float, max_repeat: int | None = None, min_repeat: int = 3) -> int:
+    """How many timed calls fit budget_s, from the time of one call (the fastest probe call:
+    the rule of `measure`)."""
     if max_repeat is None:
-        max_repeat = 7 if second >= 1e-3 else 101
-    want = max(1, min(max_repeat, int(budget_s / max(second, 1e-6))))
-    if second < budget_s / min_repeat:
+        max_repeat = 7 if call_s >= 1e-3 else 101
+    want = max(1, min(max_repeat, int(budget_s / max(call_s, 1e-6))))
+    if call_s < budget_s / min_repeat:
         want = max(want, min_repeat)
     return want
 
