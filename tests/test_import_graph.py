@@ -22,8 +22,9 @@ def _module_name(path: Path) -> str:
     return ".".join(parts)
 
 
-# written by the build (torchpair/_build_config.py); a module even before the first build
-GENERATED = ("torchpair._build_config",)
+# written by the build (torchpair/_build_config.py, the extension module torchpair/_C); a
+# module even before the first build
+GENERATED = ("torchpair._build_config", "torchpair._C")
 
 
 def _modules() -> dict[str, Path]:

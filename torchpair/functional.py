@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import torch
 
-from . import _params
+from . import _fast, _params
 from . import sequences as _sequences
 
 
@@ -34,6 +34,10 @@ def cdist(XA: torch.Tensor, XB: torch.Tensor | None = None, metric: str = "eucli
 def _pairwise(name: str, X, Y, metric, params: dict) -> torch.Tensor:
     # errors name `name`, the function the user called, not the operator (or tp.seq) inside
     try:
+        # A plain eager call: routes() and check_operands() below would pass it (without
+        # keywords, only a sequence-only name routes to tp.seq).
+        if not params and type(metric) is str and _fast.plain(X, Y) and metric not in _sequences.SEQUENCE_ONLY:
+            return _fast.pairwise(X, Y, metric)
         if _sequences.routes(name, metric, X, params):  # token sequences (tp.seq)
             return _sequences.pairwise(X, Y, metric, **params)
         _params.check_operands(name, X, Y, metric)
