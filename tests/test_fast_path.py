@@ -15,7 +15,7 @@ from torchpair import _fast
 
 @pytest.fixture
 def typed_calls(monkeypatch):
-    """The number of calls that went through the typed entry point."""
+    """The metric of each call that went through the typed entry point, in order."""
     calls = []
     inner = _fast.pairwise
 
@@ -52,7 +52,7 @@ def test_keyword_parameters_keep_to_torch_ops(typed_calls):
     assert typed_calls == []
 
 
-def test_parameters_take_the_typed_entry(typed_calls):
+def test_nn_parameter_operands_take_the_typed_entry(typed_calls):
     """nn.Parameter disables __torch_function__: a module's learned operand is a plain call,
     and its gradient arrives."""
     x, y = _operands()

@@ -5,8 +5,9 @@ the metric and the fifteen optional metric parameters) is parsed into an IValue 
 again for the kernel, about half of a small call's cost (docs/performance.md, "Fixed cost of
 a call"). ``_C.pairwise`` calls the same dispatcher operator unboxed, so every dispatch key
 still applies (autograd, autocast, fake and Python dispatch modes, functorch transforms).
-What it does not see is ``__torch_function__`` (tensor subclasses, torch-function modes) and
-tracing by torch.compile / torch.export: those calls keep to ``torch.ops``.
+What it does not see is ``__torch_function__`` (tensor subclasses other than ``nn.Parameter``,
+torch-function modes) and tracing by torch.compile / torch.export: those calls keep to
+``torch.ops``.
 """
 from __future__ import annotations
 
