@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import torch
 
-from . import _C  # noqa: F401  (needs libtorchpair.so, which torchpair/__init__ loads first)
+from . import _C  # needs libtorchpair.so, which torchpair/__init__ loads first
 
 # nn.Parameter's __torch_function__ is torch's disabled one: its calls are plain calls.
 _PLAIN = (torch.Tensor, torch.nn.Parameter)

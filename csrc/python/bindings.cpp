@@ -1,12 +1,7 @@
-// torchpair._C: typed Python entry points to public operators, for plain eager calls.
-//
-// torch.ops.torchpair.pairwise(...) is a boxed call: every schema argument (x, y, the metric
-// and the fifteen optional metric parameters) is parsed from Python into an IValue and
-// unboxed again for the kernel, about half the cost of a small call. These bindings call
-// the same dispatcher operator unboxed (through the C++ API), so every dispatch key still
-// applies (autograd, autocast, fake and Python dispatch modes, functorch); what they skip is
-// __torch_function__ and tracing by torch.compile, which torchpair/_fast.py routes to
-// torch.ops instead. This module links libtorch_python; libtorchpair.so does not.
+// torchpair._C: typed Python entry points to public operators. They call the dispatcher
+// operator unboxed, through the C++ API, instead of the boxed torch.ops call; which calls
+// may take them, and why, is torchpair/_fast.py. This module links libtorch_python;
+// libtorchpair.so does not.
 #include <torch/extension.h>
 
 #include <optional>
