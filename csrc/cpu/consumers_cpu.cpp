@@ -271,13 +271,17 @@ Grads5 row_reduce_backward_impl(const at::Tensor& grad_in, const Request& req, c
 
 using reductions::TopkOrder;
 
-// The k best candidates of one row so far: a buffer of up to 2k candidates, cut back to
-// its k best (nth_element under the rule) whenever it fills. After the first cut the worst
-// kept candidate is the bar a new one must beat; a candidate that enters costs an append
-// and a share of the next cut (amortized O(1)), where a heap of k pays log k comparisons
-// under the rule for each.
+// The k best candidates of one row so far, and the bar a new one must beat (the worst kept
+// one, once there are k). Up to kSortedMax, the kept candidates stay sorted, best first: an
+// entrant is inserted in place (on average k/2 moves of a few cache lines) and the bar is
+// always the k-th best, so as few candidates as possible enter. Past it, a buffer of up to
+// 2k candidates is cut back to its k best (nth_element under the rule) whenever it fills:
+// an entrant costs an append and a share of the next cut, where insertion would move k/2
+// candidates (docs/performance.md, "kNN").
 template <typename T>
 struct TopkRow {
+  static constexpr int64_t kSortedMax = 32;
+
   struct Candidate {
     T v;
     T key;  // the source's key where it selects (TileSource::select), else unused
@@ -291,6 +295,7 @@ struct TopkRow {
 
   void push(const TopkOrder<T>& ord, T v, T key, int64_t j) {
     nan = nan || std::isnan(v);
+    if (k <= kSortedMax) return insert(ord, Candidate{v, key, j});
     buf[size++] = Candidate{v, key, j};
     if (size == 2 * k) cut(ord);
   }
@@ -303,11 +308,32 @@ struct TopkRow {
   }
   // The kept candidates, best first.
   void finish(const TopkOrder<T>& ord) {
+    if (k <= kSortedMax) return;  // kept sorted
     if (size > k) cut(ord);
     with_order(ord, [&](const auto& better) { std::sort(buf, buf + size, better); });
   }
 
  private:
+  // Sorted insertion (k <= kSortedMax): c goes after every kept candidate it does not beat
+  // (a tie goes after: its column is later); when k are kept, c replaces the worst, which it
+  // must beat.
+  void insert(const TopkOrder<T>& ord, const Candidate& c) {
+    with_order(ord, [&](const auto& better) {
+      int64_t i = size;
+      if (size == k) {
+        if (!better(c, buf[k - 1])) return;
+        i = k - 1;
+      } else {
+        ++size;
+      }
+      for (; i > 0 && better(c, buf[i - 1]); --i) buf[i] = buf[i - 1];
+      buf[i] = c;
+    });
+    if (size == k) {
+      bar = buf[k - 1];
+      barred = true;
+    }
+  }
   // f(better): the rule as a comparison of candidates; without NaN it reduces to the value,
   // then the column, which the selection runs several times faster.
   template <typename F>
@@ -350,7 +376,7 @@ struct TopkRows final : engine::Selection<T> {
     TopkRow<T>& h = sel[r];
     auto push = [&](int64_t c) { h.push(ord, t[c], keys ? keys[c] : T(0), c0 + c); };
     int64_t c = 0;
-    // Take every candidate until the first cut sets a bar, then only look closer at
+    // Take every candidate until the row has a bar (k kept, or the first cut), then only look closer at
     // candidates that beat it: a vectorized comparison discards most of a tile.
     for (; c < nc && !h.barred; ++c) push(c);
     for (; c < nc; c += L) {
