@@ -15,6 +15,15 @@ from . import sequences as _sequences
 from ._expression import DENSE_REDUCTIONS, PairwiseExpressionBase
 
 
+#: Validation keys (LazyPairwise._validation_key) that passed the operator's check. The check
+#: runs the operator on meta tensors, so its verdict depends on nothing else; on a small input
+#: it costs more than the consumer itself, and a loop that builds the same expression on new
+#: tensors of the same shapes (a training step) pays it once. Failures are not kept: a bad
+#: expression raises every time. Bounded: cleared when full.
+_VALIDATED: set = set()
+_VALIDATED_LIMIT = 4096
+
+
 def _broadcast_batch(x: torch.Tensor, y: torch.Tensor | None) -> torch.Size:
     if y is None:
         return x.shape[:-2]
@@ -90,6 +99,10 @@ class LazyPairwise(_PairwiseExpression):
     def _validate(self) -> None:
         # Run the operator's own validation (metric, parameters, dtypes, shapes) on meta
         # tensors now, so a bad expression fails where it is built, not at first use.
+        key = self._validation_key()
+        if key is not None and key in _VALIDATED:
+            return
+
         def meta(t):
             return None if t is None else torch.empty(t.shape, dtype=t.dtype, device="meta")
 
@@ -99,6 +112,30 @@ class LazyPairwise(_PairwiseExpression):
                                             **params)
         except (ValueError, TypeError) as exc:  # name tp.lazy, not the operator run for the check
             raise _params.renamed(exc, self._op) from None
+        if key is not None:
+            if len(_VALIDATED) >= _VALIDATED_LIMIT:
+                _VALIDATED.clear()
+            _VALIDATED.add(key)
+
+    def _validation_key(self):
+        """What the meta-tensor check sees: the metric, the orientation, the operands' and
+        tensor parameters' shapes and dtypes, the other parameters' values; None where a
+        shape is symbolic or a value unhashable (the check then runs every time)."""
+        def of(t):
+            if t is None:
+                return None
+            shape = tuple(t.shape)
+            if not all(type(s) is int for s in shape):
+                raise TypeError("symbolic shape")
+            return shape, t.dtype
+
+        try:
+            key = (self.metric, self.transposed, of(self.X), of(self.Y),
+                   *((name, of(v) if isinstance(v, torch.Tensor) else v) for name, v in self.params.items()))
+            hash(key)
+        except TypeError:
+            return None
+        return key
 
     def _consume(self, consumer: str, *args, **kwargs):
         return _backends.dispatch(consumer, self, *args, **kwargs)
