@@ -445,6 +445,9 @@ def pdist_rows() -> list[Row]:
 LAZY_N = 20000
 LAZY_D = (3, 16, 64)
 LAZY_C = (1, 2, 3, 4, 8, 16, 32)
+#: small problems, where the torch formula holds N x M easily and a call's fixed cost shows:
+#: N = M at D = 16, C = 1 (pykeops reuses its 20000^2 modules of that D and C)
+LAZY_SMALL_N, LAZY_SMALL_D = (100, 1000), 16
 #: pykeops compiles one module per (formula, D, C) on the CPU: it runs at these C only
 KEOPS_C = (1, 8)
 
@@ -501,11 +504,44 @@ def lazy_rows() -> list[Row]:
                     peers.append(Peer(f"pykeops (run at C = {', '.join(map(str, KEOPS_C))} only)", None))
                 rows.append(Row("lazy", f"{what} {n}^2 D={d}" + (f" C={c}" if c else ""), ours, peers,
                                 pairs * (d + (c or 1))))
+    d, g = LAZY_SMALL_D, 1.0 / LAZY_SMALL_D
+    for n in LAZY_SMALL_N:
+        X, Y, V = _randn(n, d, seed=4), _randn(n, d, seed=5), _randn(n, 1, seed=6)
+
+        def kd(X=X, Y=Y):
+            from pykeops.torch import LazyTensor
+
+            return -g * ((LazyTensor(X[:, None, :]) - LazyTensor(Y[None, :, :])) ** 2).sum(-1)
+
+        def logits(X=X, Y=Y):
+            return torch.cdist(X, Y).square_().mul_(-g)
+        for what in ("matmul", "softmax_matmul", "logsumexp"):
+            if what == "matmul":
+                ours = lambda X=X, Y=Y, V=V: tp.lazy(X, Y, "rbf", gamma=g) @ V  # noqa: E731
+                torch_f = lambda logits=logits, V=V: logits().exp_() @ V  # noqa: E731
+                kf = lambda kd=kd, V=V: (lambda K=kd().exp(): (lambda: K @ V))()  # noqa: E731
+            elif what == "softmax_matmul":
+                ours = lambda X=X, Y=Y, V=V: tp.lazy(X, Y, "rbf", gamma=g).softmax_matmul(V)  # noqa: E731
+                torch_f = lambda logits=logits, V=V: torch.softmax(logits(), -1) @ V  # noqa: E731
+
+                def kf(kd=kd, V=V):
+                    from pykeops.torch import LazyTensor
+
+                    K, Vk = kd(), LazyTensor(V[None, :, :])
+                    return lambda: K.sumsoftmaxweight(Vk, dim=1)
+            else:
+                ours = lambda X=X, Y=Y: tp.lazy(X, Y, "rbf", gamma=g).logsumexp(-1)  # noqa: E731
+                torch_f = lambda logits=logits: logits().logsumexp(-1)  # noqa: E731
+                kf = lambda kd=kd: (lambda K=kd(): (lambda: K.logsumexp(dim=1)))()  # noqa: E731
+            peers = [_peer("torch formula", lambda f=torch_f: f),
+                     Peer("pykeops", kf, max_work=None) if keops else Peer("pykeops", None)]
+            rows.append(Row("lazy", f"{what} {n}^2 D={d}" + (" C=1" if what != "logsumexp" else ""), ours, peers,
+                            float(n) * n * (d + 1)))
     return rows
 
 
 # ---- kNN ----------------------------------------------------------------------------------
-KNN_SHAPES = ((1000, 100000), (20000, 20000))
+KNN_SHAPES = ((1000, 1000), (1000, 100000), (20000, 20000))
 KNN_D = (3, 32, 128, 784)
 KNN_K = (1, 10, 100)
 
