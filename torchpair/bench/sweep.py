@@ -731,15 +731,34 @@ def _fresh_process(script: str) -> dict:
         return {"error": f"{type(exc).__name__}: {exc}"[:120]}
 
 
+#: fresh processes per entry point: one first call varies by 10-40x from one process to the
+#: next on a noisy host (a page-cache miss, a descheduled thread), so each time is a median
+FIRST_PROCESSES = 3
+
+
 def first_calls(log=None) -> list[dict]:
+    """Per entry point, the median of each time over FIRST_PROCESSES fresh processes (run in
+    rounds over the entry points), the slowest first call, and whether any imported sympy."""
+    runs = {name: [] for name in FIRST_CALLS}
+    for _ in range(FIRST_PROCESSES):
+        for name, call in FIRST_CALLS.items():
+            runs[name].append(_fresh_process(_FIRST_SCRIPT.replace("CALL", call)))
     out = []
-    for name, call in FIRST_CALLS.items():
-        d = _fresh_process(_FIRST_SCRIPT.replace("CALL", call))
+    for name, ds in runs.items():
+        errors = [d["error"] for d in ds if "error" in d]
+        if errors:
+            d = {"error": errors[0]}
+        else:
+            d = {key: statistics.median(x[key] for x in ds) for key in ("import_torch", "import_torchpair", "first",
+                                                                       "second")}
+            d["first_max"] = max(x["first"] for x in ds)
+            d["sympy"] = any(x["sympy"] for x in ds)
         d["entry"] = name
         out.append(d)
         if log:
             log(f"first    {name:26} " + (d.get("error") or f"import {d['import_torchpair'] * 1e3:.0f} ms, first "
-                f"{d['first'] * 1e3:.1f} ms, second {d['second'] * 1e3:.2f} ms, sympy {d['sympy']}"))
+                f"{d['first'] * 1e3:.1f} ms (max {d['first_max'] * 1e3:.1f}), second {d['second'] * 1e3:.2f} ms, "
+                f"sympy {d['sympy']}"))
     return out
 
 
@@ -851,13 +870,15 @@ def markdown(results: dict) -> str:
                           f"{sum(o.ratio < 1 for o in rated)} of {len(rated)} rows below 1.0x)"]
     if results.get("first"):
         lines += ["", "## First call in a fresh process (100 x 100, D = 8, float32)", "",
-                  "| entry point | import torchpair | first call | second call | sympy imported |",
+                  f"Medians of {FIRST_PROCESSES} fresh processes per entry point (the slowest first call beside it).",
+                  "", "| entry point | import torchpair | first call (slowest) | second call | sympy imported |",
                   "|---|---:|---:|---:|---|"]
         for d in results["first"]:
             if "error" in d:
                 lines.append(f"| {d['entry']} | {d['error']} | | | |")
             else:
-                lines.append(f"| {d['entry']} | {_fmt_s(d['import_torchpair'])} | {_fmt_s(d['first'])} | "
+                slowest = f" ({_fmt_s(d['first_max'])})" if "first_max" in d else ""
+                lines.append(f"| {d['entry']} | {_fmt_s(d['import_torchpair'])} | {_fmt_s(d['first'])}{slowest} | "
                              f"{_fmt_s(d['second'])} | {'yes' if d['sympy'] else 'no'} |")
     if results.get("fresh"):
         lines += ["", "## Twelve calls in a fresh process (ms; minor page faults per call)", ""]
