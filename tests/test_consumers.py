@@ -133,6 +133,27 @@ def test_topk_many_ties_and_nans_match_a_stable_sort(k, largest):
     torch.testing.assert_close(top.values, D.gather(-1, order), equal_nan=True)
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=str)
+@pytest.mark.parametrize("k", [33, 100, 250])
+@pytest.mark.parametrize("largest", [False, True])
+def test_topk_signed_zeros_infinities_and_ties_match_a_stable_sort(dtype, k, largest):
+    """Past k = 32 a full buffer is cut by buckets of the values' order (csrc/cpu/
+    consumers_cpu.cpp, TopkRow): -0 and +0 are one value (the lower column first), infinities
+    are the ends, runs of equal values straddle the bucket the k-th best falls in. K = x y^T
+    with one feature is every product exactly; the oracle is torch's stable sort."""
+    g = torch.Generator().manual_seed(k)
+    pool = torch.tensor([0.0, -0.0, float("inf"), -float("inf"), 1.0, -1.0, 0.5, 3.0], dtype=torch.float64)
+    y = torch.cat([pool[torch.randint(0, len(pool), (900,), generator=g)],
+                   torch.randn(1100, generator=g, dtype=torch.float64)])[torch.randperm(2000, generator=g)]
+    x = torch.tensor([1.0, -1.0, 2.0, -3.0], dtype=torch.float64)
+    K = x[:, None] * y[None, :]  # exact: one product per entry; x has no 0, so no 0 * inf
+    assert not torch.isnan(K).any() and bool((K == float("inf")).any()) and bool((K == 0).any())
+    order = torch.sort(K, dim=-1, stable=True, descending=largest).indices[:, :k]
+    top = tp.lazy(x[:, None].to(dtype), y[:, None].to(dtype), "linear").topk(k, largest=largest)
+    assert torch.equal(top.indices, order)
+    torch.testing.assert_close(top.values.double(), K.gather(-1, order))
+
+
 @pytest.mark.parametrize("generic", [False, True], ids=["native", "generic"])
 def test_nan_handling_matches_torch(generic, monkeypatch):
     if generic:
