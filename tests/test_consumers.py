@@ -115,11 +115,11 @@ def test_ties_resolve_to_lowest_index(generic, monkeypatch):
     assert K.T.argmin(-2)[1].item() == 1  # dim=-2 of K^T: over K's columns
 
 
-@pytest.mark.parametrize("k", [1, 7, 32, 33, 64])
+@pytest.mark.parametrize("k", [1, 7, 24, 25, 64])
 @pytest.mark.parametrize("largest", [False, True])
 def test_topk_many_ties_and_nans_match_a_stable_sort(k, largest):
     """Long rows (many selection rounds per row) full of exact ties and NaN: the k best under
-    torch's stable sort (ties to the lowest column, NaN the largest value). k up to 32 keeps
+    torch's stable sort (ties to the lowest column, NaN the largest value). k up to 24 keeps
     its candidates sorted, larger k cuts a buffer of 2k (csrc/cpu/consumers_cpu.cpp, TopkRow):
     both sides of that edge."""
     g = torch.Generator().manual_seed(k)
@@ -134,10 +134,10 @@ def test_topk_many_ties_and_nans_match_a_stable_sort(k, largest):
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=str)
-@pytest.mark.parametrize("k", [33, 100, 250])
+@pytest.mark.parametrize("k", [25, 100, 250])
 @pytest.mark.parametrize("largest", [False, True])
 def test_topk_signed_zeros_infinities_and_ties_match_a_stable_sort(dtype, k, largest):
-    """Past k = 32 a full buffer is cut by buckets of the values' order (csrc/cpu/
+    """Past k = 24 a full buffer is cut by buckets of the values' order (csrc/cpu/
     consumers_cpu.cpp, TopkRow): -0 and +0 are one value (the lower column first), infinities
     are the ends, runs of equal values straddle the bucket the k-th best falls in. K = x y^T
     with one feature is every product exactly; the oracle is torch's stable sort."""

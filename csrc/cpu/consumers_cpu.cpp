@@ -284,7 +284,7 @@ using reductions::TopkOrder;
 // a kNN call (docs/performance.md, "k-nearest neighbours").
 template <typename T>
 struct TopkRow {
-  static constexpr int64_t kSortedMax = 32;
+  static constexpr int64_t kSortedMax = 24;
   // A value's key: unsigned, in the rule's order (smaller = better) for every non-NaN value;
   // -0 and +0 share one key, as they compare equal.
   using Key = std::conditional_t<std::is_same_v<T, float>, uint32_t, uint64_t>;
