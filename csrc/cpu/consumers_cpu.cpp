@@ -328,9 +328,9 @@ struct TopkRow {
  private:
   static Key key_of(T v, bool largest) {
     Key bits;
-    const T w = v + T(0);  // -0 + 0 = +0
-    std::memcpy(&bits, &w, sizeof(bits));
+    std::memcpy(&bits, &v, sizeof(bits));
     constexpr Key sign = Key(1) << (8 * sizeof(Key) - 1);
+    bits = bits == sign ? Key(0) : bits;  // -0 is +0
     const Key ordered = (bits & sign) ? ~bits : (bits | sign);
     return largest ? ~ordered : ordered;
   }
@@ -473,8 +473,8 @@ struct TopkRows final : engine::Selection<T> {
     TopkRow<T>& h = sel[r];
     auto push = [&](int64_t c) { h.push(ord, t[c], keys ? keys[c] : T(0), c0 + c); };
     int64_t c = 0;
-    // Take every candidate until the row has a bar (k kept, or the first cut), then only look closer at
-    // candidates that beat it: a vectorized comparison discards most of a tile.
+    // Take every candidate until the row has a bar (k kept, or the first cut), then only look
+    // closer at candidates that beat it: a vectorized comparison discards most of a tile.
     for (; c < nc && !h.barred; ++c) push(c);
     for (; c < nc; c += L) {
       const int64_t count = std::min<int64_t>(L, nc - c);
