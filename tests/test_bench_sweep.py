@@ -113,3 +113,20 @@ def test_cli_sweep_argument_errors_are_one_line(args, word):
     assert r.returncode == 2 and "Traceback" not in r.stderr
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and word in lines[0], r.stderr
+
+
+@pytest.mark.parametrize("what", ["matmul", "softmax_matmul", "logsumexp"])
+@pytest.mark.parametrize("chunked", [True, False])
+def test_lazy_rows_time_the_same_values_on_every_side(what, chunked):
+    """A lazy row's torch formula computes what torchpair's call does (softmax and logsumexp
+    of the rbf values, not of their logits), checked on a small case against a float64 formula."""
+    import torch
+
+    g = torch.Generator().manual_seed(0)
+    X, Y = torch.randn(70, 5, generator=g, dtype=torch.float64), torch.randn(90, 5, generator=g, dtype=torch.float64)
+    V = torch.randn(90, 3, generator=g, dtype=torch.float64)
+    ours, torch_f, _ = sweep._lazy_case(what, X, Y, V, 0.3, chunked)
+    K = torch.exp(-0.3 * ((X[:, None] - Y[None]) ** 2).sum(-1))
+    want = {"matmul": K @ V, "softmax_matmul": torch.softmax(K, -1) @ V, "logsumexp": K.logsumexp(-1)}[what]
+    torch.testing.assert_close(ours(), want)
+    torch.testing.assert_close(torch_f(), want)

@@ -453,48 +453,61 @@ KEOPS_C = (1, 8)
 
 
 def _chunked_rbf(X, Y, g, consume):
+    """consume(K rows) over row chunks of the rbf kernel K = exp(-g |x - y|^2), concatenated."""
     step = _chunks(X.shape[0], Y.shape[0], 2**23)
 
     def f():
-        return torch.cat([consume(torch.cdist(X[i:i + step], Y).square_().mul_(-g)) for i in range(0, X.shape[0], step)])
+        return torch.cat([consume(torch.cdist(X[i:i + step], Y).square_().mul_(-g).exp_())
+                          for i in range(0, X.shape[0], step)])
     return f
 
 
-def lazy_rows() -> list[Row]:
+def _lazy_case(what, X, Y, V, g, chunked):
+    """(ours, the torch formula, pykeops' maker) for one lazy row on the rbf kernel K =
+    exp(-g |x - y|^2): K @ V, softmax_matmul (softmax of K's rows, then @ V) or logsumexp of
+    K's rows — the same values on every side (tests/test_bench_sweep.py). The torch formula
+    walks row chunks (`chunked`) or holds the whole matrix."""
     import torchpair as tp
 
+    def kd():
+        from pykeops.torch import LazyTensor
+
+        return (-g * ((LazyTensor(X[:, None, :]) - LazyTensor(Y[None, :, :])) ** 2).sum(-1)).exp()
+    if what == "matmul":
+        ours = lambda: tp.lazy(X, Y, "rbf", gamma=g) @ V  # noqa: E731
+        consume = lambda K: K @ V  # noqa: E731
+        kf = lambda: (lambda K=kd(): (lambda: K @ V))()  # noqa: E731
+    elif what == "softmax_matmul":
+        ours = lambda: tp.lazy(X, Y, "rbf", gamma=g).softmax_matmul(V)  # noqa: E731
+        consume = lambda K: torch.softmax(K, -1) @ V  # noqa: E731
+
+        def kf():
+            from pykeops.torch import LazyTensor
+
+            K, Vk = kd(), LazyTensor(V[None, :, :])
+            return lambda: K.sumsoftmaxweight(Vk, dim=1)
+    else:
+        ours = lambda: tp.lazy(X, Y, "rbf", gamma=g).logsumexp(-1)  # noqa: E731
+        consume = lambda K: K.logsumexp(-1)  # noqa: E731
+        kf = lambda: (lambda K=kd(): (lambda: K.logsumexp(dim=1)))()  # noqa: E731
+    if chunked:
+        torch_f = _chunked_rbf(X, Y, g, consume)
+    else:
+        torch_f = lambda: consume(torch.cdist(X, Y).square_().mul_(-g).exp_())  # noqa: E731
+    return ours, torch_f, kf
+
+
+def lazy_rows() -> list[Row]:
     keops = _installed("pykeops")
     rows = []
     n = LAZY_N
     for d in LAZY_D:
         X, Y = _randn(n, d, seed=4), _randn(n, d, seed=5)
-        g = 1.0 / d
-
-        def kd(X=X, Y=Y, g=g):
-            from pykeops.torch import LazyTensor
-
-            return -g * ((LazyTensor(X[:, None, :]) - LazyTensor(Y[None, :, :])) ** 2).sum(-1)
         pairs = float(n) * n
         for what in ("matmul", "softmax_matmul", "logsumexp"):
             for c in (LAZY_C if what != "logsumexp" else (None,)):
                 V = _randn(n, c, seed=6) if c else None
-                if what == "matmul":
-                    ours = lambda X=X, Y=Y, V=V, g=g: tp.lazy(X, Y, "rbf", gamma=g) @ V  # noqa: E731
-                    torch_f = _chunked_rbf(X, Y, g, lambda a, V=V: a.exp_() @ V)
-                    kf = lambda kd=kd, V=V: (lambda K=kd().exp(): (lambda: K @ V))()  # noqa: E731
-                elif what == "softmax_matmul":
-                    ours = lambda X=X, Y=Y, V=V, g=g: tp.lazy(X, Y, "rbf", gamma=g).softmax_matmul(V)  # noqa: E731
-                    torch_f = _chunked_rbf(X, Y, g, lambda a, V=V: torch.softmax(a, -1) @ V)
-
-                    def kf(kd=kd, V=V):
-                        from pykeops.torch import LazyTensor
-
-                        K, Vk = kd(), LazyTensor(V[None, :, :])
-                        return lambda: K.sumsoftmaxweight(Vk, dim=1)
-                else:
-                    ours = lambda X=X, Y=Y, g=g: tp.lazy(X, Y, "rbf", gamma=g).logsumexp(-1)  # noqa: E731
-                    torch_f = _chunked_rbf(X, Y, g, lambda a: a.logsumexp(-1))
-                    kf = lambda kd=kd: (lambda K=kd(): (lambda: K.logsumexp(dim=1)))()  # noqa: E731
+                ours, torch_f, kf = _lazy_case(what, X, Y, V, 1.0 / d, chunked=True)
                 peers = [_peer("chunked torch formula", lambda f=torch_f: f)]
                 if not keops:
                     peers.append(Peer("pykeops", None))
@@ -504,35 +517,11 @@ def lazy_rows() -> list[Row]:
                     peers.append(Peer(f"pykeops (run at C = {', '.join(map(str, KEOPS_C))} only)", None))
                 rows.append(Row("lazy", f"{what} {n}^2 D={d}" + (f" C={c}" if c else ""), ours, peers,
                                 pairs * (d + (c or 1))))
-    d, g = LAZY_SMALL_D, 1.0 / LAZY_SMALL_D
+    d = LAZY_SMALL_D
     for n in LAZY_SMALL_N:
         X, Y, V = _randn(n, d, seed=4), _randn(n, d, seed=5), _randn(n, 1, seed=6)
-
-        def kd(X=X, Y=Y):
-            from pykeops.torch import LazyTensor
-
-            return -g * ((LazyTensor(X[:, None, :]) - LazyTensor(Y[None, :, :])) ** 2).sum(-1)
-
-        def logits(X=X, Y=Y):
-            return torch.cdist(X, Y).square_().mul_(-g)
         for what in ("matmul", "softmax_matmul", "logsumexp"):
-            if what == "matmul":
-                ours = lambda X=X, Y=Y, V=V: tp.lazy(X, Y, "rbf", gamma=g) @ V  # noqa: E731
-                torch_f = lambda logits=logits, V=V: logits().exp_() @ V  # noqa: E731
-                kf = lambda kd=kd, V=V: (lambda K=kd().exp(): (lambda: K @ V))()  # noqa: E731
-            elif what == "softmax_matmul":
-                ours = lambda X=X, Y=Y, V=V: tp.lazy(X, Y, "rbf", gamma=g).softmax_matmul(V)  # noqa: E731
-                torch_f = lambda logits=logits, V=V: torch.softmax(logits(), -1) @ V  # noqa: E731
-
-                def kf(kd=kd, V=V):
-                    from pykeops.torch import LazyTensor
-
-                    K, Vk = kd(), LazyTensor(V[None, :, :])
-                    return lambda: K.sumsoftmaxweight(Vk, dim=1)
-            else:
-                ours = lambda X=X, Y=Y: tp.lazy(X, Y, "rbf", gamma=g).logsumexp(-1)  # noqa: E731
-                torch_f = lambda logits=logits: logits().logsumexp(-1)  # noqa: E731
-                kf = lambda kd=kd: (lambda K=kd(): (lambda: K.logsumexp(dim=1)))()  # noqa: E731
+            ours, torch_f, kf = _lazy_case(what, X, Y, V, 1.0 / d, chunked=False)
             peers = [_peer("torch formula", lambda f=torch_f: f),
                      Peer("pykeops", kf, max_work=None) if keops else Peer("pykeops", None)]
             rows.append(Row("lazy", f"{what} {n}^2 D={d}" + (" C=1" if what != "logsumexp" else ""), ours, peers,
