@@ -244,6 +244,27 @@ def test_lazy_topk_min(metric, params, kw):
     assert Kn.topk(0)[0].shape == (17, 0)
 
 
+@pytest.mark.parametrize("metric,normalized", [("levenshtein", False), ("lcs", False), ("levenshtein", True),
+                                               ("jaro_winkler", False)])
+@pytest.mark.parametrize("k", [1, 7, 24, 25, 60])
+def test_topk_many_ties_match_a_stable_sort(metric, normalized, k):
+    # short strings of a two-letter alphabet: a row of 300 columns holds a few distinct
+    # distances, so most candidates tie with the bar; with 300 > 2k columns the selection is
+    # cut back (past 24 kept) several times per row
+    rng = random.Random(k)
+    a = rand_strings(rng, 9, 0, 10, "ab")
+    b = rand_strings(rng, 300, 0, 10, "ab")
+    (xa, la), (xb, lb) = tp.encode(a, b)
+    K = tp.seq.lazy(xa, xb, metric, x_lengths=la, y_lengths=lb, normalized=normalized)
+    D = oracle(metric, a, b, normalized)
+    floating = normalized or metric in FLOATING
+    for largest in (False, True):
+        v, i = K.topk(k, largest=largest)
+        wv, wi = _stable_topk(D, k, largest, 1)
+        check(v, wv, floating)
+        np.testing.assert_array_equal(i.numpy(), wi)
+
+
 def test_routing_from_pairwise_cdist_lazy():
     rng = random.Random(17)
     a, b = rand_strings(rng, 5, 0, 10, "ab"), rand_strings(rng, 4, 0, 10, "ab")

@@ -15,6 +15,7 @@
 #include <memory>
 #include <vector>
 
+#include "cpu/topk_row.h"
 #include "engines/output_memory.h"
 #include "sequences/seq_damerau.h"
 #include "sequences/seq_engine.h"
@@ -417,12 +418,8 @@ void topk_impl(const Side& X, const Side& Y, int64_t B, const Params& p, int64_t
   CallData cd;
   prepare_call(cd, p, X, Y, B, /*same=*/false);
   const Plan plan = plan_units(X, B, group_kernel(p), /*by_length=*/true, max_length(Y, B), cd.dl16);
-  using Item = std::pair<V, int64_t>;
-  // better(a, b): a ranks before b (ties: the lower column first)
-  auto better = [largest](const Item& a, const Item& b) {
-    if (a.first != b.first) return largest ? a.first > b.first : a.first < b.first;
-    return a.second < b.second;
-  };
+  // the rule of every top-k: the value, then the lower column (the values hold no NaN)
+  const cpu::TopkOrder<V> ord{largest, /*nan_first=*/false};
   const int64_t tasks = B * plan.per;
   TaskQueue queue(tasks, chunk_for(tasks), workers_for(p, X, Y, B, double(B) * double(N) * double(M)));
   at::parallel_for(0, queue.workers(), 1, [&](int64_t, int64_t) {
@@ -430,8 +427,7 @@ void topk_impl(const Side& X, const Side& Y, int64_t B, const Params& p, int64_t
     std::vector<V> vals(kMaxLanes * kColBlock);
     V* dst[kMaxLanes];
     for (int l = 0; l < kMaxLanes; ++l) dst[l] = &vals[l * kColBlock];
-    std::vector<std::vector<Item>> heaps(kMaxLanes);  // the worst kept item on top
-    for (auto& h : heaps) h.reserve(k);
+    cpu::TopkRowSet<V> sel(kMaxLanes, k);
     int64_t u0, u1;
     while (queue.next(u0, u1)) {
       for (int64_t unit = u0; unit < u1; ++unit) {
@@ -440,32 +436,20 @@ void topk_impl(const Side& X, const Side& Y, int64_t B, const Params& p, int64_t
         if (u >= us.size()) continue;
         const int64_t* rows = &us.order[us.start[u]];
         const int lanes = ev.prepare(b, rows, us.count[u], us.cls[u]);
-        for (int l = 0; l < lanes; ++l) heaps[l].clear();
+        for (int l = 0; l < lanes; ++l) sel[l].clear();
         for (int64_t c0 = 0; c0 < M; c0 += kColBlock) {
           const int64_t c1 = std::min(M, c0 + kColBlock);
           ev.eval(b, c0, c1, dst);
-          for (int l = 0; l < lanes; ++l) {
-            auto& heap = heaps[l];
-            for (int64_t j = c0; j < c1; ++j) {
-              const Item it{vals[l * kColBlock + (j - c0)], j};
-              if (int64_t(heap.size()) < k) {
-                heap.push_back(it);
-                std::push_heap(heap.begin(), heap.end(), better);
-              } else if (better(it, heap.front())) {
-                std::pop_heap(heap.begin(), heap.end(), better);
-                heap.back() = it;
-                std::push_heap(heap.begin(), heap.end(), better);
-              }
-            }
-          }
+          for (int l = 0; l < lanes; ++l)
+            for (int64_t j = c0; j < c1; ++j) sel[l].offer(ord, vals[l * kColBlock + (j - c0)], j);
         }
         for (int l = 0; l < lanes; ++l) {
-          auto& heap = heaps[l];
-          std::sort_heap(heap.begin(), heap.end(), better);
+          cpu::TopkRow<V>& h = sel[l];
+          h.finish(ord);
           const int64_t row = b * N + rows[l];
-          for (int64_t q = 0; q < k; ++q) {
-            values[row * k + q] = heap[q].first;
-            indices[row * k + q] = heap[q].second;
+          for (int64_t q = 0; q < h.size; ++q) {
+            values[row * k + q] = h.buf[q].v;
+            indices[row * k + q] = h.buf[q].j;
           }
         }
       }

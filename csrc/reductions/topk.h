@@ -3,7 +3,7 @@
 // The rule, written once: smaller (largest = false) or larger values first; equal values go
 // to the lower column; NaN ranks first when nan_first (torch.min/max propagate it,
 // torch.topk with largest=True puts it first), last otherwise (torch.topk, largest=False).
-//   - TopkOrder::better: the rule on two candidates, for walkers that keep a heap per row
+//   - TopkOrder::better: the rule on two candidates, for walkers that select per row
 //     (the CPU engine; a device thread).
 //   - merge_topk: the rule on candidate lists of tensors, for walkers that merge chunk
 //     results (the device-generic engine) and for the distributed merge of per-rank lists.
