@@ -201,3 +201,41 @@ def test_dense_twin_agrees():
     a, b = lazy.topk(4, dim=-2, largest=False), dense.topk(4, dim=-2, largest=False)
     torch.testing.assert_close(a.values, b.values)
     assert torch.equal(a.indices, b.indices)
+
+
+@pytest.mark.parametrize("rows", [300, 600, 1500])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=str)
+def test_a_walk_of_few_row_blocks_is_split_by_shape_not_threads(rows, dtype):
+    # a walk of a few row blocks is evened out and cut finer (csrc/cpu/sweep.h,
+    # walk_row_blocks): the consumers' results stay those of the dense float64 formula, and
+    # the same bits on one thread or two
+    g = torch.Generator().manual_seed(rows)
+    x = torch.randn(rows, 24, generator=g, dtype=dtype)
+    y = torch.randn(700, 24, generator=g, dtype=dtype)
+    v = torch.randn(700, 3, generator=g, dtype=dtype)
+    d2 = ((x.double()[:, None] - y.double()[None]) ** 2).sum(-1)
+    Kref = torch.exp(-0.05 * d2)
+
+    def run():
+        K = tp.lazy(x, y, "rbf", gamma=0.05)
+        return [K @ v, K.logsumexp(-1), K.softmax_matmul(v), *tp.knn(x, y, 10), tp.pairwise(x, y, "sqeuclidean")]
+
+    threads = torch.get_num_threads()
+    try:
+        torch.set_num_threads(1)
+        one = run()
+        torch.set_num_threads(2)
+        two = run()
+    finally:
+        torch.set_num_threads(threads)
+    for a, b in zip(one, two):
+        assert torch.equal(a, b)
+    t = {"rtol": 1e-4, "atol": 1e-4} if dtype == torch.float32 else {"rtol": 1e-10, "atol": 1e-10}
+    mm, lse, smm, kv, ki, dense = two
+    torch.testing.assert_close(mm.double(), Kref @ v.double(), **t)
+    torch.testing.assert_close(lse.double(), torch.logsumexp(Kref, -1), **t)
+    torch.testing.assert_close(smm.double(), torch.softmax(Kref, -1) @ v.double(), **t)
+    torch.testing.assert_close(dense.double(), d2, rtol=t["rtol"], atol=t["atol"] * 100)
+    wv, wi = d2.sqrt().topk(10, largest=False)
+    torch.testing.assert_close(kv.double(), wv, **t)
+    assert (ki == wi).float().mean() > 0.999  # float32 rounding may swap near-ties

@@ -5,6 +5,7 @@
 // (consumers_cpu.cpp, pdist_cpu.cpp, ...) includes this and adds its folds.
 #include <cstdlib>
 #include <type_traits>
+#include <utility>
 
 #include "cpu/sources.h"
 #include "engines/request.h"
@@ -134,17 +135,34 @@ double walk_work(const Sources<T>& src) {
   return double(src.size()) * double(s.rows()) * double(s.cols()) * double(std::max<int64_t>(s.dim(), 1));
 }
 
+// The row blocks of a walk, {rows per block, blocks}: the source's row_block() is the most
+// one tile may hold. A walk on the pool with fewer than eight units (`per_block` units per
+// row block: batch elements, column blocks) evens its blocks out and cuts them into at
+// least four where the rows allow (32 rows or more each): with the source's blocks alone,
+// 300 rows were 256 + 44 and one thread walked 85% of them. The split follows the shape and
+// the source alone, never the pool's size, so a row's tiles (and its bits) are the same on
+// any number of threads.
+inline std::pair<int64_t, int64_t> walk_row_blocks(int64_t rows, int64_t rb, int64_t per_block, double work) {
+  int64_t nrb = (rows + rb - 1) / rb;
+  if (per_block * nrb < 8 && work >= double(serial_work_limit())) {
+    nrb = std::max(nrb, std::min(round_up(nrb, 4), std::max<int64_t>(1, rows / 32)));
+    rb = std::min(rb, round_up((rows + nrb - 1) / nrb, 8));
+  }
+  return {rb, (rows + rb - 1) / rb};
+}
+
 // f(batch, source, r0, nr) for every row block, in parallel. balanced: the row blocks of a
 // batch element in the order 0, last, 1, last - 1, ..., so that the contiguous chunks
 // at::parallel_for gives each thread hold equal shares of a triangle.
 template <typename T, typename F>
 void for_each_row_block(const Sources<T>& src, const F& f, bool balanced = false) {
   if (src.empty() || src.first().rows() == 0) return;
-  const int64_t rows = src.first().rows(), rb = src.first().row_block();
-  const int64_t nrb = (rows + rb - 1) / rb;
-  const int64_t units = int64_t(src.size()) * nrb;
   // a balanced walk covers a triangle: half the pairs
-  parallel_units(units, balanced ? walk_work(src) / 2 : walk_work(src), [&](int64_t u0, int64_t u1) {
+  const double work = balanced ? walk_work(src) / 2 : walk_work(src);
+  const int64_t rows = src.first().rows();
+  const auto [rb, nrb] = walk_row_blocks(rows, src.first().row_block(), int64_t(src.size()), work);
+  const int64_t units = int64_t(src.size()) * nrb;
+  parallel_units(units, work, [&](int64_t u0, int64_t u1) {
     typename Sources<T>::Cursor cursor(src);
     for (int64_t u = u0; u < u1; ++u) {
       const int64_t k = u % nrb;
@@ -163,9 +181,9 @@ template <typename T, typename F>
 void for_each_tile(const Sources<T>& src, const F& f) {
   const TileSource<T>* s0 = src.empty() ? nullptr : &src.first();
   if (!s0 || s0->rows() == 0 || s0->cols() == 0) return;
-  const int64_t rows = s0->rows(), rb = s0->row_block();
-  const int64_t cols = s0->cols(), cb = s0->col_block();
-  const int64_t nrb = (rows + rb - 1) / rb, ncb = (cols + cb - 1) / cb;
+  const int64_t rows = s0->rows(), cols = s0->cols(), cb = s0->col_block();
+  const int64_t ncb = (cols + cb - 1) / cb;
+  const auto [rb, nrb] = walk_row_blocks(rows, s0->row_block(), int64_t(src.size()) * ncb, walk_work(src));
   const int64_t units = int64_t(src.size()) * nrb * ncb;
   parallel_units(units, walk_work(src), [&](int64_t u0, int64_t u1) {
     typename Sources<T>::Cursor cursor(src);

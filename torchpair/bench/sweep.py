@@ -447,7 +447,7 @@ LAZY_D = (3, 16, 64)
 LAZY_C = (1, 2, 3, 4, 8, 16, 32)
 #: small problems, where the torch formula holds N x M easily and a call's fixed cost shows:
 #: N = M at D = 16, C = 1 (pykeops reuses its 20000^2 modules of that D and C)
-LAZY_SMALL_N, LAZY_SMALL_D = (100, 1000), 16
+LAZY_SMALL_N, LAZY_SMALL_D = (100, 300, 1000), 16
 #: pykeops compiles one module per (formula, D, C) on the CPU: it runs at these C only
 KEOPS_C = (1, 8)
 
@@ -530,7 +530,7 @@ def lazy_rows() -> list[Row]:
 
 
 # ---- kNN ----------------------------------------------------------------------------------
-KNN_SHAPES = ((1000, 1000), (1000, 100000), (20000, 20000))
+KNN_SHAPES = ((300, 300), (1000, 1000), (1000, 100000), (20000, 20000))
 KNN_D = (3, 32, 128, 784)
 KNN_K = (1, 10, 100)
 
