@@ -206,7 +206,7 @@ def test_dense_twin_agrees():
 @pytest.mark.parametrize("rows", [300, 600, 1500])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=str)
 def test_a_walk_of_few_row_blocks_is_split_by_shape_not_threads(rows, dtype):
-    # a walk of a few row blocks is evened out and cut finer (csrc/cpu/sweep.h,
+    # a walk of a few row blocks is evened out (csrc/cpu/sweep.h,
     # walk_row_blocks): the consumers' results stay those of the dense float64 formula, and
     # the same bits on one thread or two
     g = torch.Generator().manual_seed(rows)

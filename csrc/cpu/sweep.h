@@ -137,15 +137,17 @@ double walk_work(const Sources<T>& src) {
 
 // The row blocks of a walk, {rows per block, blocks}: the source's row_block() is the most
 // one tile may hold. A walk on the pool with fewer than eight units (`per_block` units per
-// row block: batch elements, column blocks) evens its blocks out and cuts them into at
-// least four where the rows allow (32 rows or more each): with the source's blocks alone,
-// 300 rows were 256 + 44 and one thread walked 85% of them. The split follows the shape and
-// the source alone, never the pool's size, so a row's tiles (and its bits) are the same on
-// any number of threads.
+// row block: batch elements, column blocks) and more than one row block evens its blocks out
+// and makes their count even: with the source's blocks alone, 300 rows were 256 + 44 and 600
+// rows 256 + 256 + 88, one thread walking 85% of them. Not finer: each row block produces
+// every column block again (column-side work per tile), and a one-block walk keeps its tile
+// whole for the PanelGemm product to spread (parallel_units). The split follows the shape
+// and the source alone, never the pool's size, so a row's tiles (and its bits) are the same
+// on any number of threads.
 inline std::pair<int64_t, int64_t> walk_row_blocks(int64_t rows, int64_t rb, int64_t per_block, double work) {
   int64_t nrb = (rows + rb - 1) / rb;
-  if (per_block * nrb < 8 && work >= double(serial_work_limit())) {
-    nrb = std::max(nrb, std::min(round_up(nrb, 4), std::max<int64_t>(1, rows / 32)));
+  if (nrb > 1 && per_block * nrb < 8 && work >= double(serial_work_limit())) {
+    nrb = round_up(nrb, 2);
     rb = std::min(rb, round_up((rows + nrb - 1) / nrb, 8));
   }
   return {rb, (rows + rb - 1) / rb};
