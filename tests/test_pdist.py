@@ -143,15 +143,19 @@ def test_compile_and_export():
                                rtol=1e-5, atol=1e-5)
 
 
+# peak_kb: VmHWM, this process's own peak (KiB). getrusage's maxrss survives exec: a child of
+# a larger pytest process would read its parent's size, and every difference below as 0.
 MEMORY = textwrap.dedent("""
-    import resource, torch, torchpair as tp
+    import torch, torchpair as tp
+    def peak_kb():
+        return next(int(line.split()[1]) for line in open("/proc/self/status") if line.startswith("VmHWM:"))
     n = 12000
     x = torch.randn(n, 4, requires_grad=True)
-    base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    base = peak_kb()
     out = tp.pdist(x, "cityblock")
-    forward = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    forward = peak_kb()
     out.sum().backward()  # the upstream gradient is one more condensed vector
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    peak = peak_kb()
     print((forward - base) // 1024, (peak - base) // 1024, out.numel() * 4 // 2**20)
 """)
 
