@@ -13,6 +13,7 @@ from scipy.spatial import distance as ssd
 
 import torchpair as tp
 from cases import DIFFERENTIABLE_CASES, METRIC_CASES, METRIC_IDS, tolerances
+from test_memory import PEAK_KB
 
 SCIPY_NAMES = {"euclidean": "euclidean", "l2": "euclidean", "sqeuclidean": "sqeuclidean", "cityblock": "cityblock",
                "manhattan": "cityblock", "l1": "cityblock", "chebyshev": "chebyshev", "linf": "chebyshev",
@@ -143,12 +144,10 @@ def test_compile_and_export():
                                rtol=1e-5, atol=1e-5)
 
 
-# peak_kb: VmHWM, this process's own peak (KiB). getrusage's maxrss survives exec: a child of
-# a larger pytest process would read its parent's size, and every difference below as 0.
-MEMORY = textwrap.dedent("""
+# peak_kb (test_memory.py): the process's own peak; getrusage's maxrss would read a larger
+# pytest parent's size, and every difference below as 0
+MEMORY = PEAK_KB + textwrap.dedent("""
     import torch, torchpair as tp
-    def peak_kb():
-        return next(int(line.split()[1]) for line in open("/proc/self/status") if line.startswith("VmHWM:"))
     n = 12000
     x = torch.randn(n, 4, requires_grad=True)
     base = peak_kb()

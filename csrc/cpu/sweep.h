@@ -185,9 +185,10 @@ void for_each_tile(const Sources<T>& src, const F& f) {
   if (!s0 || s0->rows() == 0 || s0->cols() == 0) return;
   const int64_t rows = s0->rows(), cols = s0->cols(), cb = s0->col_block();
   const int64_t ncb = (cols + cb - 1) / cb;
-  const auto [rb, nrb] = walk_row_blocks(rows, s0->row_block(), int64_t(src.size()) * ncb, walk_work(src));
+  const double work = walk_work(src);
+  const auto [rb, nrb] = walk_row_blocks(rows, s0->row_block(), int64_t(src.size()) * ncb, work);
   const int64_t units = int64_t(src.size()) * nrb * ncb;
-  parallel_units(units, walk_work(src), [&](int64_t u0, int64_t u1) {
+  parallel_units(units, work, [&](int64_t u0, int64_t u1) {
     typename Sources<T>::Cursor cursor(src);
     for (int64_t u = u0; u < u1; ++u) {
       const int64_t b = u / (nrb * ncb), r0 = (u / ncb % nrb) * rb, c0 = (u % ncb) * cb;

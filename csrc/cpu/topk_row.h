@@ -7,7 +7,6 @@
 #include "reductions/topk.h"
 
 #include <algorithm>
-#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <limits>
@@ -54,7 +53,7 @@ struct TopkRow {
 
   // A candidate from a walker in scalar code: dropped at once when it cannot enter.
   void offer(const TopkOrder<T>& ord, T v, int64_t j) {
-    if (!barred || beats_bar(ord, v, j)) push(ord, v, T(0), j);
+    if (!barred || ord.better(v, j, bar.v, bar.j)) push(ord, v, T(0), j);
   }
   // Every candidate of the row so far counted, none kept: the row can be reused.
   void clear() {
@@ -62,7 +61,7 @@ struct TopkRow {
     barred = nan = false;
   }
   void push(const TopkOrder<T>& ord, T v, T key, int64_t j) {
-    if constexpr (std::is_floating_point_v<T>) nan = nan || std::isnan(v);
+    nan = nan || math::is_nan(v);
     if (k <= kSortedMax) return insert(ord, Candidate{v, key, j});
     buf[size++] = Candidate{v, key, j};
     if (size == 2 * k) cut(ord);
@@ -83,14 +82,6 @@ struct TopkRow {
   }
 
  private:
-  bool beats_bar(const TopkOrder<T>& ord, T v, int64_t j) const {
-    if constexpr (std::is_floating_point_v<T>) {
-      return ord.better(v, j, bar.v, bar.j);
-    } else {
-      if (v != bar.v) return ord.largest ? v > bar.v : v < bar.v;
-      return j < bar.j;
-    }
-  }
   static Key key_of(T v, bool largest) {
     constexpr Key sign = Key(1) << (8 * sizeof(Key) - 1);
     Key ordered;
@@ -197,10 +188,8 @@ struct TopkRow {
   // then the column, which the selection runs several times faster.
   template <typename F>
   void with_order(const TopkOrder<T>& ord, const F& f) const {
-    if constexpr (std::is_floating_point_v<T>) {
-      if (nan)
-        return f([&](const Candidate& p, const Candidate& q) { return ord.better(p.v, p.j, q.v, q.j); });
-    }
+    if (nan)
+      return f([&](const Candidate& p, const Candidate& q) { return ord.better(p.v, p.j, q.v, q.j); });
     if (ord.largest)
       return f([](const Candidate& p, const Candidate& q) { return p.v > q.v || (p.v == q.v && p.j < q.j); });
     f([](const Candidate& p, const Candidate& q) { return p.v < q.v || (p.v == q.v && p.j < q.j); });

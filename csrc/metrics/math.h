@@ -70,6 +70,12 @@ TP_HOST_DEVICE inline bool is_nan(T x) {
   return std::isnan(x);
 #endif
 }
+// Integers have none: the top-k rule (reductions/topk.h) also ranks integer values, the
+// sequence engine's edit distances.
+template <class T, std::enable_if_t<std::is_integral_v<T>, int> = 0>
+TP_HOST_DEVICE inline bool is_nan(T) {
+  return false;
+}
 
 // maximum/minimum propagate NaN (IEEE 754-2019), as torch.maximum does.
 template <class T, if_floating<T> = 0>
